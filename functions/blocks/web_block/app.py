@@ -1,0 +1,5 @@
+"""Lambda for web-block: runs one block of that type (see canvas_core/blocks)."""
+
+from canvas_core.blocks import make_block_handler
+
+handler = make_block_handler("web-block")
