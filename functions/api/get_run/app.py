@@ -1,0 +1,19 @@
+"""GET /v1/run/{run_id}: the run's status, progress while running, result and metadata once finished."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from canvas_core.api import caller_account, create_app, handle, ok
+from canvas_core.observability import logger, tracer
+from canvas_core.runs import get_run_status
+
+app = create_app()
+
+
+@app.get("/v1/run/<run_id>")
+def get_run(run_id: str) -> dict:
+    return ok(get_run_status(run_id, caller_account(app)))
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    return handle(app, event, context)

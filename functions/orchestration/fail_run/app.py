@@ -1,0 +1,12 @@
+"""Fail Run: end a run whose execution broke (state machine Catch, or the EventBridge rule on executions that
+failed, timed out or were aborted), keeping whatever its blocks finished."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from canvas_core.observability import logger, tracer
+from canvas_core.orchestration import fail_run
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    return fail_run(event)

@@ -1,0 +1,11 @@
+"""Finalize Run: write the final output, status, credits and errors once every block has ended."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from canvas_core.observability import logger, tracer
+from canvas_core.orchestration import finalize_run
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    return finalize_run(event["run_id"])

@@ -1,0 +1,47 @@
+"""S3: uploads posted with a run, files blocks produce, and presigned download URLs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from canvas_core.adapters.aws import client
+from canvas_core.config import Settings, get_settings
+from canvas_core.errors import StorageError
+
+
+class ArtifactStore:
+    def __init__(self, settings: Settings | None = None, s3: Any = None):
+        self.settings = settings or get_settings()
+        self._s3 = s3
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            self._s3 = client("s3")
+        return self._s3
+
+    def put(self, key: str, data: bytes, content_type: str) -> None:
+        try:
+            self.s3.put_object(Bucket=self.settings.artifacts_bucket, Key=key, Body=data, ContentType=content_type)
+        except ClientError as exc:
+            raise StorageError(f"S3 put failed for {key}: {exc.response.get('Error', {}).get('Code')}") from exc
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self.s3.get_object(Bucket=self.settings.artifacts_bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            raise StorageError(f"S3 get failed for {key}: {exc.response.get('Error', {}).get('Code')}") from exc
+
+    def download_url(self, key: str, file_name: str) -> str:
+        """A presigned GET, minted on each call, that downloads the file under its readable name."""
+        return self.s3.generate_presigned_url(
+            "get_object",
+            Params={
+                "Bucket": self.settings.artifacts_bucket,
+                "Key": key,
+                "ResponseContentDisposition": f'attachment; filename="{file_name}"',
+            },
+            ExpiresIn=self.settings.download_url_ttl_seconds,
+        )

@@ -1,0 +1,24 @@
+"""boto3 clients, built lazily and once per container (so moto can patch first and cold starts stay short)."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
+
+
+@cache
+def client(service: str) -> Any:
+    if service == "s3":
+        # SigV4 presigned URLs: the only kind every region and the embedded stack accept.
+        return boto3.client("s3", config=_CONFIG.merge(Config(signature_version="s3v4")))
+    return boto3.client(service, config=_CONFIG)
+
+
+def reset_clients() -> None:
+    """Forget cached clients (tests that point the service at a fresh endpoint call this)."""
+    client.cache_clear()

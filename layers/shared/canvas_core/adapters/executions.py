@@ -1,0 +1,35 @@
+"""Step Functions: start the execution that runs a canvas (named after its run, so a retry cannot start two)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from canvas_core.adapters.aws import client
+from canvas_core.config import Settings, get_settings
+from canvas_core.errors import StorageError
+
+
+class Executions:
+    def __init__(self, settings: Settings | None = None, sfn: Any = None):
+        self.settings = settings or get_settings()
+        self._sfn = sfn
+
+    @property
+    def sfn(self) -> Any:
+        if self._sfn is None:
+            self._sfn = client("stepfunctions")
+        return self._sfn
+
+    def start(self, run_id: str, payload: dict[str, Any]) -> str:
+        try:
+            response = self.sfn.start_execution(
+                stateMachineArn=self.settings.state_machine_arn, name=run_id, input=json.dumps(payload)
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+                return f"{self.settings.state_machine_arn}:{run_id}"
+            raise StorageError(f"StartExecution failed: {exc.response.get('Error', {}).get('Code')}") from exc
+        return response["executionArn"]

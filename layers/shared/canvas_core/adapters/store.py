@@ -1,0 +1,298 @@
+"""DynamoDB storage for accounts, API keys, runs, canvases (nodes and edges) and tasks.
+
+A canvas is one partition of the canvases table (`CANVAS`, `NODE#<id>`, `EDGE#<source>#<target>` items);
+a task tree is one partition of the tasks table. Every method raises domain errors, never ClientError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+from pydantic import BaseModel
+
+from canvas_core.adapters.aws import client
+from canvas_core.config import Settings, get_settings
+from canvas_core.errors import StorageError
+from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem, TaskItem
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+CANVAS_ITEM = "CANVAS"
+NODE_PREFIX = "NODE#"
+EDGE_PREFIX = "EDGE#"
+
+
+def _to_item(model: BaseModel, **extra: Any) -> dict[str, Any]:
+    data = model.model_dump(mode="json", exclude_none=True) | extra
+    return {k: _serializer.serialize(v) for k, v in data.items()}
+
+
+def _from_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _deserializer.deserialize(v) for k, v in item.items()}
+
+
+def _values(**values: Any) -> dict[str, Any]:
+    return {f":{k}": _serializer.serialize(v) for k, v in values.items()}
+
+
+class ConditionFailed(Exception):
+    """A conditional write found the item in another state than expected."""
+
+
+@contextmanager
+def _dynamodb_errors() -> Iterator[None]:
+    try:
+        yield
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code == "ConditionalCheckFailedException":
+            raise ConditionFailed(str(exc)) from exc
+        raise StorageError(f"DynamoDB {code}: {exc.response.get('Error', {}).get('Message', '')}") from exc
+
+
+class Store:
+    def __init__(self, settings: Settings | None = None, dynamodb: Any = None):
+        self.settings = settings or get_settings()
+        self._ddb = dynamodb
+
+    @property
+    def ddb(self) -> Any:
+        if self._ddb is None:
+            self._ddb = client("dynamodb")
+        return self._ddb
+
+    # Accounts and keys
+
+    def put_account(self, account_id: str, credits: int, created_at_ms: int) -> None:
+        item = {"account_id": account_id, "credits_balance": credits, "created_at_ms": created_at_ms}
+        with _dynamodb_errors():
+            self.ddb.put_item(
+                TableName=self.settings.accounts_table,
+                Item={k: _serializer.serialize(v) for k, v in item.items()},
+                ConditionExpression="attribute_not_exists(account_id)",
+            )
+
+    def get_account(self, account_id: str) -> dict[str, Any] | None:
+        with _dynamodb_errors():
+            found = self.ddb.get_item(TableName=self.settings.accounts_table, Key={"account_id": {"S": account_id}})
+        return _from_item(found["Item"]) if "Item" in found else None
+
+    def put_api_key(self, key_hash: str, account_id: str, key_hint: str, created_at_ms: int) -> None:
+        item = {
+            "key_hash": key_hash,
+            "account_id": account_id,
+            "key_hint": key_hint,
+            "status": "active",
+            "created_at_ms": created_at_ms,
+        }
+        with _dynamodb_errors():
+            self.ddb.put_item(
+                TableName=self.settings.api_keys_table,
+                Item={k: _serializer.serialize(v) for k, v in item.items()},
+                ConditionExpression="attribute_not_exists(key_hash)",
+            )
+
+    def get_api_key(self, key_hash: str) -> dict[str, Any] | None:
+        with _dynamodb_errors():
+            found = self.ddb.get_item(TableName=self.settings.api_keys_table, Key={"key_hash": {"S": key_hash}})
+        return _from_item(found["Item"]) if "Item" in found else None
+
+    def revoke_api_key(self, key_hash: str) -> None:
+        with _dynamodb_errors():
+            self.ddb.update_item(
+                TableName=self.settings.api_keys_table,
+                Key={"key_hash": {"S": key_hash}},
+                UpdateExpression="SET #s = :revoked",
+                ConditionExpression="attribute_exists(key_hash)",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_values(revoked="revoked"),
+            )
+
+    # Runs
+
+    def put_run(self, run: RunItem) -> None:
+        with _dynamodb_errors():
+            self.ddb.put_item(
+                TableName=self.settings.runs_table,
+                Item=_to_item(run),
+                ConditionExpression="attribute_not_exists(run_id)",
+            )
+
+    def get_run(self, run_id: str) -> RunItem | None:
+        with _dynamodb_errors():
+            found = self.ddb.get_item(TableName=self.settings.runs_table, Key={"run_id": {"S": run_id}})
+        return RunItem.model_validate(_from_item(found["Item"])) if "Item" in found else None
+
+    def finish_run(self, run_id: str, **fields: Any) -> bool:
+        """Write a run's terminal fields once: only a run still `running` changes. False if it had ended."""
+        names = {f"#{k}": k for k in fields}
+        sets = ", ".join(f"#{k} = :{k}" for k in fields)
+        with _dynamodb_errors():
+            try:
+                self.ddb.update_item(
+                    TableName=self.settings.runs_table,
+                    Key={"run_id": {"S": run_id}},
+                    UpdateExpression=f"SET {sets}",
+                    ConditionExpression="attribute_exists(run_id) AND #cur = :running",
+                    ExpressionAttributeNames=names | {"#cur": "status"},
+                    ExpressionAttributeValues=_values(**_jsonable(fields), running="running"),
+                )
+            except ConditionFailed:
+                return False
+        return True
+
+    # Canvases
+
+    def put_canvas(self, canvas: CanvasItem) -> None:
+        with _dynamodb_errors():
+            self.ddb.put_item(
+                TableName=self.settings.canvases_table,
+                Item=_to_item(canvas, item_id=CANVAS_ITEM),
+                ConditionExpression="attribute_not_exists(canvas_id)",
+            )
+
+    def put_graph(self, nodes: list[NodeItem], edges: list[EdgeItem], canvas_id: str) -> None:
+        items = [_to_item(n, item_id=NODE_PREFIX + n.block_id) for n in nodes]
+        items += [_to_item(e, canvas_id=canvas_id, item_id=f"{EDGE_PREFIX}{e.source_id}#{e.target_id}") for e in edges]
+        self._batch_put(self.settings.canvases_table, items)
+
+    def get_canvas(self, canvas_id: str) -> tuple[CanvasItem | None, list[NodeItem], list[EdgeItem]]:
+        canvas, nodes, edges = None, [], []
+        for item in self._query_partition(self.settings.canvases_table, canvas_id):
+            item_id = item.pop("item_id")
+            if item_id == CANVAS_ITEM:
+                canvas = CanvasItem.model_validate(item)
+            elif item_id.startswith(NODE_PREFIX):
+                nodes.append(NodeItem.model_validate(item))
+            elif item_id.startswith(EDGE_PREFIX):
+                edges.append(EdgeItem.model_validate(item))
+        nodes.sort(key=lambda n: n.position)
+        return canvas, nodes, edges
+
+    def get_canvas_item(self, canvas_id: str) -> CanvasItem | None:
+        with _dynamodb_errors():
+            found = self.ddb.get_item(
+                TableName=self.settings.canvases_table,
+                Key={"canvas_id": {"S": canvas_id}, "item_id": {"S": CANVAS_ITEM}},
+            )
+        if "Item" not in found:
+            return None
+        item = _from_item(found["Item"])
+        item.pop("item_id")
+        return CanvasItem.model_validate(item)
+
+    def get_nodes(self, canvas_id: str, block_ids: list[str]) -> list[NodeItem]:
+        if not block_ids:
+            return []
+        keys = [
+            {"canvas_id": {"S": canvas_id}, "item_id": {"S": NODE_PREFIX + block_id}}
+            for block_id in dict.fromkeys(block_ids)
+        ]
+        found: list[NodeItem] = []
+        for start in range(0, len(keys), 100):
+            request = {self.settings.canvases_table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
+            while request:
+                with _dynamodb_errors():
+                    response = self.ddb.batch_get_item(RequestItems=request)
+                for item in response["Responses"].get(self.settings.canvases_table, []):
+                    data = _from_item(item)
+                    data.pop("item_id")
+                    found.append(NodeItem.model_validate(data))
+                request = response.get("UnprocessedKeys") or None
+        order = {block_id: i for i, block_id in enumerate(block_ids)}
+        return sorted(found, key=lambda n: order[n.block_id])
+
+    def update_node(self, canvas_id: str, block_id: str, expect_status: list[str] | None = None, **fields) -> bool:
+        """Update a node's fields; with `expect_status`, only from one of those statuses (False otherwise)."""
+        names = {f"#{k}": k for k in fields}
+        sets = ", ".join(f"#{k} = :{k}" for k in fields)
+        condition = "attribute_exists(item_id)"
+        values = _values(**_jsonable(fields))
+        if expect_status:
+            placeholders = []
+            for i, status in enumerate(expect_status):
+                values[f":expect{i}"] = _serializer.serialize(status)
+                placeholders.append(f":expect{i}")
+            condition += f" AND #cur IN ({', '.join(placeholders)})"
+            names["#cur"] = "status"
+        with _dynamodb_errors():
+            try:
+                self.ddb.update_item(
+                    TableName=self.settings.canvases_table,
+                    Key={"canvas_id": {"S": canvas_id}, "item_id": {"S": NODE_PREFIX + block_id}},
+                    UpdateExpression=f"SET {sets}",
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                )
+            except ConditionFailed:
+                return False
+        return True
+
+    # Tasks
+
+    def put_tasks(self, tasks: list[TaskItem]) -> None:
+        self._batch_put(self.settings.tasks_table, [_to_item(t) for t in tasks])
+
+    def get_tasks(self, canvas_id: str) -> list[TaskItem]:
+        tasks = [TaskItem.model_validate(i) for i in self._query_partition(self.settings.tasks_table, canvas_id)]
+        return sorted(tasks, key=lambda t: t.position)
+
+    def set_task_status(self, canvas_id: str, task_id: str, status: str) -> bool:
+        """Set an existing task's status (False when there is no such task)."""
+        with _dynamodb_errors():
+            try:
+                self.ddb.update_item(
+                    TableName=self.settings.tasks_table,
+                    Key={"canvas_id": {"S": canvas_id}, "task_id": {"S": task_id}},
+                    UpdateExpression="SET #s = :s",
+                    ConditionExpression="attribute_exists(task_id)",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=_values(s=status),
+                )
+            except ConditionFailed:
+                return False
+        return True
+
+    # Helpers
+
+    def _query_partition(self, table: str, canvas_id: str) -> Iterator[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "TableName": table,
+            "KeyConditionExpression": "canvas_id = :c",
+            "ExpressionAttributeValues": {":c": {"S": canvas_id}},
+            "ConsistentRead": True,
+        }
+        while True:
+            with _dynamodb_errors():
+                page = self.ddb.query(**kwargs)
+            for item in page["Items"]:
+                yield _from_item(item)
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _batch_put(self, table: str, items: list[dict[str, Any]]) -> None:
+        for start in range(0, len(items), 25):
+            request = {table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+            while request:
+                with _dynamodb_errors():
+                    response = self.ddb.batch_write_item(RequestItems=request)
+                request = response.get("UnprocessedItems") or None
+
+
+def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:
+    """Models inside update values become plain JSON data, and None is dropped by the serializer's NULL."""
+    out = {}
+    for key, value in fields.items():
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", exclude_none=True)
+        elif isinstance(value, list):
+            value = [v.model_dump(mode="json", exclude_none=True) if isinstance(v, BaseModel) else v for v in value]
+        out[key] = value
+    return out

@@ -1,0 +1,68 @@
+"""The API resolver every endpoint function builds, with the one error map of the service: each domain
+error becomes its status and a `{success: false, error}` body; anything unexpected becomes a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from pydantic import BaseModel
+
+from canvas_core.auth import authenticate
+from canvas_core.errors import ServiceError
+from canvas_core.observability import logger
+
+
+def error_response(status_code: int, message: str) -> Response:
+    return Response(
+        status_code=status_code,
+        content_type=content_types.APPLICATION_JSON,
+        body={"success": False, "error": message},
+    )
+
+
+def ok(data: BaseModel) -> dict[str, Any]:
+    return {"success": True, "data": data.model_dump(mode="json", exclude_none=True)}
+
+
+def create_app() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(enable_validation=True)
+
+    @app.exception_handler(ServiceError)
+    def handle_service_error(exc: ServiceError) -> Response:
+        logger.info("Request refused", extra={"status": exc.status_code, "error": exc.message})
+        return error_response(exc.status_code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    def handle_validation_error(exc: RequestValidationError) -> Response:
+        fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in exc.errors())
+        return error_response(400, f"Invalid request: {fields}")
+
+    @app.exception_handler(RouteNotFoundError)
+    def handle_unknown_route(_: RouteNotFoundError) -> Response:
+        event = app.current_event
+        return error_response(404, f"Not found: {event.http_method} {event.path}")
+
+    @app.exception_handler(Exception)
+    def handle_unexpected(exc: Exception) -> Response:
+        logger.exception("Unexpected error")
+        return error_response(500, "Internal server error")
+
+    return app
+
+
+def caller_account(app: APIGatewayRestResolver) -> str:
+    return authenticate(app.current_event.headers)
+
+
+def handle(app: APIGatewayRestResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Resolve the event and tag the response with the request id clients report to support."""
+    response = app.resolve(event, context)
+    request_id = (event.get("requestContext") or {}).get("requestId") or getattr(context, "aws_request_id", "")
+    if "multiValueHeaders" in response:
+        response["multiValueHeaders"]["X-Request-ID"] = [request_id]
+    else:
+        response.setdefault("headers", {})["X-Request-ID"] = request_id
+    return response

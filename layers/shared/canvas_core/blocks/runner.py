@@ -1,0 +1,118 @@
+"""What every block Lambda does around its type's behaviour: load the node and its inputs, skip it when an
+input failed, run it once (a retried task finds it done), store its output, and keep the task tree in step."""
+
+from __future__ import annotations
+
+from canvas_core.adapters.artifacts import ArtifactStore
+from canvas_core.adapters.store import Store
+from canvas_core.blocks.context import BlockContext
+from canvas_core.blocks.registry import implementation
+from canvas_core.errors import BlockFatalError, BlockRetryableError
+from canvas_core.models.blocks import BlockInput, BlockResult
+from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, TaskStatus, TaskType
+from canvas_core.models.items import NodeItem, TaskItem
+from canvas_core.observability import logger
+from canvas_core.planner import persona_task_id, tool_call_task_id
+from canvas_core.providers import ModelProvider, get_provider
+
+MAX_CONTENT_CHARS = 200_000
+
+
+def run_block(
+    block: BlockInput,
+    expected_type: str,
+    store: Store | None = None,
+    files: ArtifactStore | None = None,
+    provider: ModelProvider | None = None,
+) -> BlockResult:
+    store = store or Store()
+    logger.append_keys(run_id=block.run_id, block_id=block.block_id, block_type=block.block_type)
+    if block.block_type != expected_type:
+        raise BlockFatalError(f"Block {block.block_id} is a {block.block_type}, not a {expected_type}")
+    node = _load_node(store, block)
+    if node.status in TERMINAL_NODE_STATUSES:
+        return BlockResult(block_id=node.block_id, status=node.status.value)
+
+    inputs = store.get_nodes(block.canvas_id, node.inputs)
+    unfinished = [n for n in inputs if n.status != NodeStatus.COMPLETED]
+    if unfinished:
+        reason = f"Skipped: its input '{unfinished[0].name}' did not complete"
+        store.update_node(block.canvas_id, node.block_id, status=NodeStatus.SKIPPED.value, error=reason)
+        store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
+        logger.info("Block skipped", extra={"reason": reason})
+        return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
+
+    run = store.get_run(block.run_id)
+    if run is None:
+        raise BlockFatalError(f"Run {block.run_id} not found")
+    behaviour = implementation(node.type)
+    if behaviour is None:
+        reason = f"The {node.type} block type is not available in this deployment yet"
+        record_block_failure(store, block.canvas_id, node.block_id, reason)
+        raise BlockFatalError(reason)
+
+    store.update_node(block.canvas_id, node.block_id, status=NodeStatus.RUNNING.value)
+    store.put_tasks([_tool_call_task(node)])
+    ctx = BlockContext(
+        run=run, node=node, inputs=inputs, files=files or ArtifactStore(), provider=provider or get_provider()
+    )
+    try:
+        output = behaviour(ctx)
+    except BlockRetryableError:
+        raise
+    except BlockFatalError as exc:
+        record_block_failure(store, block.canvas_id, node.block_id, str(exc))
+        raise
+    except Exception as exc:
+        logger.exception("Block failed unexpectedly")
+        reason = f"The {node.type} block failed unexpectedly ({type(exc).__name__})"
+        record_block_failure(store, block.canvas_id, node.block_id, reason)
+        raise BlockFatalError(reason) from exc
+
+    content = output.content
+    if len(content) > MAX_CONTENT_CHARS:
+        content = content[:MAX_CONTENT_CHARS] + "\n\n[truncated]"
+    store.update_node(
+        block.canvas_id,
+        node.block_id,
+        status=NodeStatus.COMPLETED.value,
+        content=content,
+        sources=output.sources,
+        models_used=output.models_used,
+        credits=output.credits,
+        artifacts=output.artifacts,
+        **({"url": output.url} if output.url else {}),
+    )
+    store.set_task_status(block.canvas_id, tool_call_task_id(block.canvas_id, node.block_id), TaskStatus.COMPLETED)
+    store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.COMPLETED)
+    logger.info("Block completed", extra={"content_chars": len(content)})
+    return BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
+
+
+def record_block_failure(store: Store, canvas_id: str, block_id: str, reason: str) -> None:
+    """Mark a block `error` with its reason, and its tasks with it; a finished block is left as it is."""
+    unfinished = [NodeStatus.IDLE.value, NodeStatus.RUNNING.value]
+    if store.update_node(canvas_id, block_id, expect_status=unfinished, status=NodeStatus.ERROR.value, error=reason):
+        store.set_task_status(canvas_id, tool_call_task_id(canvas_id, block_id), TaskStatus.ERROR)
+        store.set_task_status(canvas_id, persona_task_id(canvas_id, block_id), TaskStatus.ERROR)
+        logger.warning("Block failed", extra={"block_id": block_id, "reason": reason})
+
+
+def _load_node(store: Store, block: BlockInput) -> NodeItem:
+    found = store.get_nodes(block.canvas_id, [block.block_id])
+    if not found:
+        raise BlockFatalError(f"Block {block.block_id} not found on canvas {block.canvas_id}")
+    return found[0]
+
+
+def _tool_call_task(node: NodeItem) -> TaskItem:
+    return TaskItem(
+        canvas_id=node.canvas_id,
+        task_id=tool_call_task_id(node.canvas_id, node.block_id),
+        parent_id=persona_task_id(node.canvas_id, node.block_id),
+        name=f"{node.type}: {node.name}",
+        task_type=TaskType.TOOL_CALL,
+        status=TaskStatus.RUNNING,
+        block_id=node.block_id,
+        position=1000 + node.position,
+    )

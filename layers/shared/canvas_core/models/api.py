@@ -1,0 +1,119 @@
+"""Bodies of the /v1 endpoints, field for field as the contract gives them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class CreateRunRequest(BaseModel):
+    """A validated create request; files are checked and held as bytes until stored."""
+
+    prompt: str
+    template: str
+    blocks: list[str] | None = None
+    agent_instructions: str | None = None
+    webhook_url: str | None = None
+    files: list[UploadedFile] = Field(default_factory=list)
+
+
+class UploadedFile(BaseModel):
+    name: str
+    extension: str
+    content_type: str
+    data: bytes
+
+
+CreateRunRequest.model_rebuild()
+
+
+class CreateRunResponse(BaseModel):
+    run_id: str
+    status: str
+    poll_url: str
+    estimated_duration_ms: int
+    canvas_id: str
+
+
+class Progress(BaseModel):
+    tasks_completed: int
+    tasks_total: int
+    elapsed_ms: int
+
+
+class ArtifactView(BaseModel):
+    id: str
+    type: str
+    name: str
+    download_url: str
+    size_bytes: int
+
+
+class RunResult(BaseModel):
+    final_output: str
+    artifacts: list[ArtifactView] = Field(default_factory=list)
+
+
+class RunMetadata(BaseModel):
+    template_used: str
+    models_used: list[str]
+    credits_consumed: int
+
+
+class RunErrorView(BaseModel):
+    error: str
+    block_id: str | None = None
+    block_type: str | None = None
+    recoverable: bool | None = None
+
+
+class RunStatusResponse(BaseModel):
+    run_id: str
+    status: str
+    canvas_id: str
+    prompt: str
+    template: str
+    blocks: list[str] | None = None
+    agent_instructions: str | None = None
+    progress: Progress | None = None
+    duration_ms: int | None = None
+    result: RunResult | None = None
+    metadata: RunMetadata | None = None
+    errors: list[RunErrorView] = Field(default_factory=list)
+
+
+class NodeView(BaseModel):
+    id: str
+    name: str
+    type: str
+    status: str
+    content: str | None = None
+    url: str | None = None
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class EdgeView(BaseModel):
+    source_id: str
+    target_id: str
+
+
+class CanvasDagResponse(BaseModel):
+    canvas_id: str
+    canvas_name: str
+    nodes: list[NodeView]
+    edges: list[EdgeView]
+
+
+class TaskView(BaseModel):
+    task_id: str
+    name: str
+    task_type: str
+    status: str
+    children: list[TaskView] = Field(default_factory=list)
+
+
+class TaskTreeResponse(BaseModel):
+    canvas_id: str
+    completed: list[TaskView]
+    not_completed: list[TaskView]

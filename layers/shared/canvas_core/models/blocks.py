@@ -1,0 +1,19 @@
+"""What a block Lambda receives from the state machine and what it gives back (ids only: outputs travel
+by reference through the canvas, never in the execution state)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class BlockInput(BaseModel):
+    run_id: str
+    canvas_id: str
+    account_id: str
+    block_id: str
+    block_type: str
+
+
+class BlockResult(BaseModel):
+    block_id: str
+    status: str

@@ -1,0 +1,106 @@
+"""What the service stores: one model per DynamoDB item kind (see docs/architecture.md for the tables)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from canvas_core.models.catalog import NodeStatus, RunStatus, TaskStatus, TaskType
+
+
+class Upload(BaseModel):
+    """A file posted with a run, kept in S3 until the run's blocks read it."""
+
+    file_id: str
+    name: str
+    extension: str
+    content_type: str
+    size_bytes: int
+    s3_key: str
+
+
+class RunError(BaseModel):
+    error: str
+    block_id: str | None = None
+    block_type: str | None = None
+    recoverable: bool | None = None
+
+
+class Artifact(BaseModel):
+    id: str
+    type: str
+    name: str
+    s3_key: str
+    size_bytes: int
+
+
+class RunItem(BaseModel):
+    run_id: str
+    account_id: str
+    canvas_id: str
+    status: RunStatus = RunStatus.RUNNING
+    prompt: str
+    template: str
+    blocks: list[str] | None = None
+    agent_instructions: str | None = None
+    uploads: list[Upload] = Field(default_factory=list)
+    created_at_ms: int
+    finished_at_ms: int | None = None
+    estimated_duration_ms: int
+    final_output: str | None = None
+    artifacts: list[Artifact] = Field(default_factory=list)
+    models_used: list[str] = Field(default_factory=list)
+    credits_consumed: int = 0
+    errors: list[RunError] = Field(default_factory=list)
+
+
+class CanvasItem(BaseModel):
+    canvas_id: str
+    account_id: str
+    run_id: str
+    canvas_name: str
+
+
+class Source(BaseModel):
+    """A reference a block used: a web page, or a file and its page."""
+
+    title: str | None = None
+    url: str | None = None
+    snippet: str | None = None
+    file_name: str | None = None
+    page: int | None = None
+
+
+class NodeItem(BaseModel):
+    canvas_id: str
+    block_id: str
+    name: str
+    type: str
+    status: NodeStatus = NodeStatus.IDLE
+    content: str | None = None
+    url: str | None = None
+    sources: list[Source] = Field(default_factory=list)
+    inputs: list[str] = Field(default_factory=list)
+    upload_id: str | None = None
+    instructions: str | None = None
+    persona: str | None = None
+    error: str | None = None
+    models_used: list[str] = Field(default_factory=list)
+    credits: int = 0
+    artifacts: list[Artifact] = Field(default_factory=list)
+    position: int = 0
+
+
+class EdgeItem(BaseModel):
+    source_id: str
+    target_id: str
+
+
+class TaskItem(BaseModel):
+    canvas_id: str
+    task_id: str
+    parent_id: str | None = None
+    name: str
+    task_type: TaskType
+    status: TaskStatus = TaskStatus.RUNNING
+    block_id: str | None = None
+    position: int = 0

@@ -1,0 +1,143 @@
+"""The steps of the state machine around the blocks: plan the canvas, finalize the run, and record failures
+(a block's, or the whole run's). Finalizing keeps whatever finished: a failure never discards done work."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from canvas_core.adapters.store import Store
+from canvas_core.blocks.runner import record_block_failure
+from canvas_core.clock import now_ms
+from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunStatus, TaskStatus
+from canvas_core.models.items import Artifact, NodeItem, RunError
+from canvas_core.observability import logger
+from canvas_core.planner import parent_task_id, plan_canvas
+
+EXECUTION_ENDINGS = {
+    "TIMED_OUT": "The run exceeded its maximum duration and was stopped",
+    "ABORTED": "The run was stopped before it finished",
+    "FAILED": "The run's execution failed",
+}
+
+
+class RunStateError(Exception):
+    """The run or canvas a step was given does not exist."""
+
+
+def plan_run(run_id: str, canvas_id: str, store: Store | None = None) -> dict[str, Any]:
+    """Plan the canvas once (a retried step finds the plan stored) and list its blocks in run order."""
+    store = store or Store()
+    logger.append_keys(run_id=run_id, canvas_id=canvas_id)
+    run = store.get_run(run_id)
+    if run is None:
+        raise RunStateError(f"Run not found: {run_id}")
+    _, nodes, _ = store.get_canvas(canvas_id)
+    if not nodes:
+        plan = plan_canvas(run)
+        store.put_tasks(plan.tasks)
+        store.put_graph(plan.nodes, plan.edges, canvas_id)
+        nodes = plan.nodes
+        logger.info("Canvas planned", extra={"blocks": len(nodes), "edges": len(plan.edges)})
+    return {"blocks": [{"block_id": n.block_id, "block_type": n.type} for n in nodes]}
+
+
+def fail_block(canvas_id: str, block_id: str, error: dict[str, Any] | None, store: Store | None = None) -> dict:
+    """Record a block that failed after its retries (the state machine's Catch hands over the error)."""
+    store = store or Store()
+    reason = describe_error(error, default="The block failed")
+    record_block_failure(store, canvas_id, block_id, reason)
+    return {"block_id": block_id, "status": NodeStatus.ERROR.value}
+
+
+def finalize_run(run_id: str, failure: str | None = None, store: Store | None = None) -> dict[str, Any]:
+    """End a run: its final output from the blocks that completed, its status from how many did, its errors
+    from those that did not. With `failure` (the run itself broke), the status is at best `partial`."""
+    store = store or Store()
+    logger.append_keys(run_id=run_id)
+    run = store.get_run(run_id)
+    if run is None:
+        raise RunStateError(f"Run not found: {run_id}")
+    if run.status != RunStatus.RUNNING:
+        return {"run_id": run_id, "status": run.status.value}
+
+    _, nodes, edges = store.get_canvas(run.canvas_id)
+    for node in nodes:
+        if node.status not in TERMINAL_NODE_STATUSES:
+            reason = failure or "The block did not finish"
+            record_block_failure(store, run.canvas_id, node.block_id, reason)
+            node.status, node.error = NodeStatus.ERROR, reason
+
+    completed = [n for n in nodes if n.status == NodeStatus.COMPLETED and n.content]
+    if completed and failure is None and len(completed) == len(nodes):
+        status = RunStatus.COMPLETED
+    elif completed:
+        status = RunStatus.PARTIAL
+    else:
+        status = RunStatus.FAILED
+
+    errors = [RunError(error=failure, recoverable=True)] if failure else []
+    errors += [
+        RunError(error=f"{n.name}: {n.error}", block_id=n.block_id, block_type=n.type, recoverable=False)
+        for n in nodes
+        if n.status in (NodeStatus.ERROR, NodeStatus.SKIPPED)
+    ]
+    if not nodes and failure is None:
+        errors.append(RunError(error="The plan for this run had no blocks", recoverable=False))
+
+    store.finish_run(
+        run_id,
+        status=status.value,
+        finished_at_ms=now_ms(),
+        final_output=_final_output(completed, edges),
+        models_used=sorted({m for n in nodes for m in n.models_used}),
+        credits_consumed=sum(n.credits for n in nodes),
+        artifacts=[Artifact.model_validate(a) for n in completed for a in n.artifacts],
+        errors=errors,
+    )
+    task_status = TaskStatus.COMPLETED if status == RunStatus.COMPLETED else TaskStatus.ERROR
+    store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), task_status)
+    logger.info("Run finished", extra={"status": status.value, "blocks": len(nodes), "completed": len(completed)})
+    return {"run_id": run_id, "status": status.value}
+
+
+def fail_run(event: dict[str, Any], store: Store | None = None) -> dict[str, Any]:
+    """Record a run whose execution broke: from the state machine's Catch (`run_id` and `error`), or from
+    the EventBridge rule on executions that failed, timed out or were aborted outside that Catch."""
+    if "detail" in event:
+        detail = event["detail"]
+        run_id = _run_id_from_execution(detail)
+        failure = EXECUTION_ENDINGS.get(detail.get("status", ""), "The run's execution ended unexpectedly")
+    else:
+        run_id = event["run_id"]
+        failure = "The run stopped: " + describe_error(event.get("error"), default="an internal step failed")
+    return finalize_run(run_id, failure=failure, store=store)
+
+
+def describe_error(error: dict[str, Any] | None, default: str) -> str:
+    """A reason a user can read, from a Step Functions error (`Error` name and `Cause`)."""
+    if not error:
+        return default
+    name, cause = error.get("Error", ""), error.get("Cause", "")
+    if name == "States.Timeout":
+        return "The block timed out"
+    try:
+        parsed = json.loads(cause) if cause else {}
+    except json.JSONDecodeError:
+        parsed = {}
+    message = parsed.get("errorMessage") if isinstance(parsed, dict) else None
+    return message or cause or name or default
+
+
+def _run_id_from_execution(detail: dict[str, Any]) -> str:
+    try:
+        return json.loads(detail.get("input") or "{}")["run_id"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return detail["name"]
+
+
+def _final_output(completed: list[NodeItem], edges: list) -> str:
+    """The answer: what the last blocks of the graph (those nothing else reads) produced."""
+    feeding = {e.source_id for e in edges}
+    sinks = [n for n in completed if n.block_id not in feeding] or completed
+    return "\n\n".join(n.content for n in sinks if n.content).strip()

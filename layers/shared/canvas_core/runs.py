@@ -1,0 +1,145 @@
+"""Runs: create one (store it, its canvas and uploads, start its execution) and report its status."""
+
+from __future__ import annotations
+
+from canvas_core.adapters.artifacts import ArtifactStore
+from canvas_core.adapters.executions import Executions
+from canvas_core.adapters.store import Store
+from canvas_core.clock import new_id, now_ms, parse_uuid
+from canvas_core.errors import InsufficientCreditsError, RunNotFoundError
+from canvas_core.estimates import estimate_duration_ms
+from canvas_core.models.api import (
+    ArtifactView,
+    CreateRunRequest,
+    CreateRunResponse,
+    Progress,
+    RunErrorView,
+    RunMetadata,
+    RunResult,
+    RunStatusResponse,
+)
+from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus
+from canvas_core.models.items import CanvasItem, RunError, RunItem, Upload
+from canvas_core.observability import logger
+
+
+def create_run(
+    request: CreateRunRequest,
+    account_id: str,
+    store: Store | None = None,
+    files: ArtifactStore | None = None,
+    executions: Executions | None = None,
+) -> CreateRunResponse:
+    store, files, executions = store or Store(), files or ArtifactStore(), executions or Executions()
+    account = store.get_account(account_id)
+    if account is None or int(account.get("credits_balance", 0)) <= 0:
+        raise InsufficientCreditsError("Insufficient credits: the account balance is 0; add credits to start a run")
+
+    run_id, canvas_id = new_id(), new_id()
+    logger.append_keys(run_id=run_id, canvas_id=canvas_id)
+    uploads = []
+    for upload in request.files:
+        file_id = new_id()
+        key = f"uploads/{account_id}/{run_id}/{file_id}/{upload.name}"
+        files.put(key, upload.data, upload.content_type)
+        uploads.append(
+            Upload(
+                file_id=file_id,
+                name=upload.name,
+                extension=upload.extension,
+                content_type=upload.content_type,
+                size_bytes=len(upload.data),
+                s3_key=key,
+            )
+        )
+    run = RunItem(
+        run_id=run_id,
+        account_id=account_id,
+        canvas_id=canvas_id,
+        prompt=request.prompt,
+        template=request.template,
+        blocks=request.blocks,
+        agent_instructions=request.agent_instructions,
+        uploads=uploads,
+        created_at_ms=now_ms(),
+        estimated_duration_ms=estimate_duration_ms(request.template, request.blocks, len(uploads)),
+    )
+    store.put_canvas(
+        CanvasItem(canvas_id=canvas_id, account_id=account_id, run_id=run_id, canvas_name=canvas_name(run.prompt))
+    )
+    store.put_run(run)
+    try:
+        executions.start(run_id, {"run_id": run_id, "canvas_id": canvas_id, "account_id": account_id})
+    except Exception:
+        # A run whose execution never started must not look like it is running.
+        store.finish_run(
+            run_id,
+            status=RunStatus.FAILED.value,
+            finished_at_ms=now_ms(),
+            errors=[RunError(error="The run could not be started; please try again", recoverable=True)],
+        )
+        raise
+    logger.info("Run created", extra={"template": run.template, "files": len(uploads)})
+    return CreateRunResponse(
+        run_id=run_id,
+        status=RunStatus.RUNNING.value,
+        poll_url=f"/v1/run/{run_id}",
+        estimated_duration_ms=run.estimated_duration_ms,
+        canvas_id=canvas_id,
+    )
+
+
+def canvas_name(prompt: str) -> str:
+    first_line = prompt.strip().splitlines()[0]
+    return first_line if len(first_line) <= 80 else first_line[:77].rstrip() + "..."
+
+
+def get_run_status(
+    run_id: str, account_id: str, store: Store | None = None, files: ArtifactStore | None = None
+) -> RunStatusResponse:
+    store = store or Store()
+    run_id = parse_uuid("run_id", run_id)
+    run = store.get_run(run_id)
+    # Another account's run answers exactly as a missing one.
+    if run is None or run.account_id != account_id:
+        raise RunNotFoundError(run_id)
+
+    response = RunStatusResponse(
+        run_id=run.run_id,
+        status=run.status.value,
+        canvas_id=run.canvas_id,
+        prompt=run.prompt,
+        template=run.template,
+        blocks=run.blocks,
+        agent_instructions=run.agent_instructions,
+        errors=[RunErrorView(**e.model_dump()) for e in run.errors],
+    )
+    if run.status == RunStatus.RUNNING:
+        tasks = store.get_tasks(run.canvas_id)
+        response.progress = Progress(
+            tasks_completed=sum(1 for t in tasks if t.status in TERMINAL_TASK_STATUSES),
+            tasks_total=len(tasks),
+            elapsed_ms=max(0, now_ms() - run.created_at_ms),
+        )
+        return response
+
+    response.duration_ms = max(0, (run.finished_at_ms or now_ms()) - run.created_at_ms)
+    response.metadata = RunMetadata(
+        template_used=run.template, models_used=run.models_used, credits_consumed=run.credits_consumed
+    )
+    if run.status in (RunStatus.COMPLETED, RunStatus.PARTIAL):
+        files = files or ArtifactStore()
+        response.result = RunResult(
+            final_output=run.final_output or "",
+            artifacts=[
+                ArtifactView(
+                    id=a.id,
+                    type=a.type,
+                    name=a.name,
+                    download_url=files.download_url(a.s3_key, a.name),
+                    size_bytes=a.size_bytes,
+                )
+                for a in run.artifacts
+            ],
+        )
+    return response
