@@ -132,8 +132,8 @@ class Store:
         """Write a run's terminal fields once: only a run still `running` changes. False if it had ended."""
         names = {f"#{k}": k for k in fields}
         sets = ", ".join(f"#{k} = :{k}" for k in fields)
-        with _dynamodb_errors():
-            try:
+        try:
+            with _dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.runs_table,
                     Key={"run_id": {"S": run_id}},
@@ -142,8 +142,8 @@ class Store:
                     ExpressionAttributeNames=names | {"#cur": "status"},
                     ExpressionAttributeValues=_values(**_jsonable(fields), running="running"),
                 )
-            except ConditionFailed:
-                return False
+        except ConditionFailed:
+            return False
         return True
 
     # Canvases
@@ -220,8 +220,8 @@ class Store:
                 placeholders.append(f":expect{i}")
             condition += f" AND #cur IN ({', '.join(placeholders)})"
             names["#cur"] = "status"
-        with _dynamodb_errors():
-            try:
+        try:
+            with _dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.canvases_table,
                     Key={"canvas_id": {"S": canvas_id}, "item_id": {"S": NODE_PREFIX + block_id}},
@@ -230,8 +230,8 @@ class Store:
                     ExpressionAttributeNames=names,
                     ExpressionAttributeValues=values,
                 )
-            except ConditionFailed:
-                return False
+        except ConditionFailed:
+            return False
         return True
 
     # Tasks
@@ -245,8 +245,8 @@ class Store:
 
     def set_task_status(self, canvas_id: str, task_id: str, status: str) -> bool:
         """Set an existing task's status (False when there is no such task)."""
-        with _dynamodb_errors():
-            try:
+        try:
+            with _dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.tasks_table,
                     Key={"canvas_id": {"S": canvas_id}, "task_id": {"S": task_id}},
@@ -255,8 +255,8 @@ class Store:
                     ExpressionAttributeNames={"#s": "status"},
                     ExpressionAttributeValues=_values(s=status),
                 )
-            except ConditionFailed:
-                return False
+        except ConditionFailed:
+            return False
         return True
 
     # Helpers

@@ -1,0 +1,99 @@
+"""Component tier: each Lambda handler in-process, fed events/*.json, against moto's in-memory AWS with the
+tables, bucket and state machine that template.yaml declares."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import boto3
+import pytest
+from canvas_core.adapters.aws import reset_clients
+from canvas_core.auth import create_account_with_key
+from canvas_core.config import get_settings
+from canvas_local.template import Template
+from moto import mock_aws
+
+from tests.support import ROOT
+
+pytestmark = pytest.mark.component
+
+
+@pytest.fixture(scope="session")
+def template() -> Template:
+    return Template(ROOT / "template.yaml")
+
+
+@pytest.fixture
+def aws(template: Template, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
+    """moto with the template's resources, and the functions' environment as template.yaml sets it."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    for name, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for spec in template.functions():
+        for name, value in template.function_environment(spec.logical_id).items():
+            monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MODEL_PROVIDER", "offline")
+    get_settings.cache_clear()
+    reset_clients()
+    with mock_aws():
+        ddb, s3, sfn = (boto3.client(s, region_name="us-east-1") for s in ("dynamodb", "s3", "stepfunctions"))
+        for table in template.tables():
+            ddb.create_table(**table.create_table)
+        for bucket in template.buckets():
+            s3.create_bucket(Bucket=bucket)
+        machine = template.state_machines()[0]
+        arn = sfn.create_state_machine(
+            name=machine.name, definition=machine.definition, roleArn="arn:aws:iam::123456789012:role/sfn"
+        )["stateMachineArn"]
+        monkeypatch.setenv("STATE_MACHINE_ARN", arn)
+        get_settings.cache_clear()
+        yield SimpleNamespace(ddb=ddb, s3=s3, sfn=sfn, state_machine_arn=arn, settings=get_settings())
+    get_settings.cache_clear()
+    reset_clients()
+
+
+@pytest.fixture
+def account(aws: SimpleNamespace) -> SimpleNamespace:
+    account_id, api_key = create_account_with_key()
+    return SimpleNamespace(account_id=account_id, api_key=api_key)
+
+
+@pytest.fixture(scope="session")
+def function() -> Callable[[str], Callable[[dict, Any], dict]]:
+    """The handler of a function folder, e.g. function("api/get_run"), loaded as Lambda would load it."""
+    loaded: dict[str, Callable] = {}
+
+    def load(folder: str) -> Callable[[dict, Any], dict]:
+        if folder not in loaded:
+            path = Path(ROOT, "functions", folder, "app.py")
+            spec = importlib.util.spec_from_file_location(f"fn_{folder.replace('/', '_')}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            loaded[folder] = module.handler
+        return loaded[folder]
+
+    return load
+
+
+@pytest.fixture
+def context() -> SimpleNamespace:
+    return SimpleNamespace(
+        function_name="test",
+        function_version="$LATEST",
+        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:test",
+        memory_limit_in_mb=512,
+        aws_request_id="req-1",
+        log_group_name="/aws/lambda/test",
+        log_stream_name="stream",
+        get_remaining_time_in_millis=lambda: 30_000,
+    )

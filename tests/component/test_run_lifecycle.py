@@ -1,0 +1,235 @@
+"""A run driven step by step through the orchestration and block handlers (what the state machine does),
+then read back through the API: status, DAG and task tree."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from canvas_core.adapters.store import Store
+
+from tests.support import body_of, load_event
+
+pytestmark = pytest.mark.component
+
+BLOCK_FOLDERS = {
+    "prompt-block": "blocks/prompt_block",
+    "text-block": "blocks/text_block",
+    "file-block": "blocks/file_block",
+    "image-block": "blocks/image_block",
+    "document-block": "blocks/document_block",
+}
+
+
+def start_run(function, context, api_key, **changes) -> dict:
+    response = function("api/create_run")(load_event("create_run", api_key=api_key, **changes), context)
+    assert response["statusCode"] == 200, response["body"]
+    return body_of(response)["data"]
+
+
+def drive(function, context, account_id: str, created: dict) -> list[dict]:
+    """Plan, run every block in order (recording failures as the state machine's Catch does), finalize."""
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account_id}
+    blocks = function("orchestration/plan_canvas")(ids, context)["blocks"]
+    for block in blocks:
+        event = {**ids, **block}
+        try:
+            function(BLOCK_FOLDERS[block["block_type"]])(event, context)
+        except Exception as exc:  # the Catch hands the error to Record Block Failure
+            error = {"Error": type(exc).__name__, "Cause": json.dumps({"errorMessage": str(exc)})}
+            function("orchestration/fail_block")({**event, "error": error}, context)
+    function("orchestration/finalize_run")(ids, context)
+    return blocks
+
+
+def get(function, context, api_key, folder, event, **params):
+    response = function(folder)(load_event(event, api_key=api_key, path_parameters=params), context)
+    return response["statusCode"], body_of(response)
+
+
+def test_prompt_then_text_run_completes_with_dag_and_task_tree(aws, account, function, context):
+    # Given
+    created = start_run(function, context, account.api_key)
+    # When
+    blocks = drive(function, context, account.account_id, created)
+    # Then the run completed with an answer
+    status, body = get(function, context, account.api_key, "api/get_run", "get_run", run_id=created["run_id"])
+    data = body["data"]
+    assert status == 200 and data["status"] == "completed"
+    assert "four-day work week" in data["result"]["final_output"]
+    assert "Offline answer" in data["result"]["final_output"]
+    assert data["result"]["artifacts"] == []
+    assert data["metadata"] == {
+        "template_used": "auto",
+        "models_used": ["offline/extractive-v1"],
+        "credits_consumed": 0,
+    }
+    assert data["duration_ms"] >= 0 and "progress" not in data
+    # And the DAG is prompt-block -> text-block
+    status, body = get(
+        function, context, account.api_key, "api/get_canvas_dag", "get_canvas_dag", canvas_id=created["canvas_id"]
+    )
+    dag = body["data"]
+    assert dag["canvas_id"] == created["canvas_id"]
+    assert dag["canvas_name"].startswith("Summarize the main arguments")
+    assert [(n["type"], n["status"]) for n in dag["nodes"]] == [
+        ("prompt-block", "completed"),
+        ("text-block", "completed"),
+    ]
+    assert [n["id"] for n in dag["nodes"]] == [b["block_id"] for b in blocks]
+    assert dag["edges"] == [{"source_id": dag["nodes"][0]["id"], "target_id": dag["nodes"][1]["id"]}]
+    assert all(n["content"] for n in dag["nodes"])
+    # And the task tree has three levels, all completed
+    status, body = get(
+        function, context, account.api_key, "api/get_canvas_tasks", "get_canvas_tasks", canvas_id=created["canvas_id"]
+    )
+    tree = body["data"]
+    assert tree["not_completed"] == []
+    [parent] = tree["completed"]
+    assert parent["task_type"] == "parent-task" and parent["status"] == "completed"
+    assert [p["task_type"] for p in parent["children"]] == ["persona-task", "persona-task"]
+    assert all(
+        [c["task_type"] for c in p["children"]] == ["tool-call-task"] and p["children"][0]["status"] == "completed"
+        for p in parent["children"]
+    )
+    # And a single task is served with its children
+    persona = parent["children"][0]
+    status, body = get(
+        function,
+        context,
+        account.api_key,
+        "api/get_canvas_task",
+        "get_canvas_task",
+        canvas_id=created["canvas_id"],
+        task_id=persona["task_id"],
+    )
+    assert status == 200 and body["data"] == persona
+
+
+def test_unknown_task_is_404(aws, account, function, context):
+    created = start_run(function, context, account.api_key)
+    task_id = str(uuid.uuid4())
+    status, body = get(
+        function,
+        context,
+        account.api_key,
+        "api/get_canvas_task",
+        "get_canvas_task",
+        canvas_id=created["canvas_id"],
+        task_id=task_id,
+    )
+    assert (status, body) == (404, {"success": False, "error": f"Task not found: {task_id}"})
+
+
+def test_unavailable_block_type_fails_the_run_with_a_clear_error(aws, account, function, context):
+    # Given a run restricted to a block type this deployment cannot run yet
+    created = start_run(
+        function,
+        context,
+        account.api_key,
+        body="prompt=Write+a+report&blocks=%5B%22document-block%22%5D",
+    )
+    # When
+    drive(function, context, account.account_id, created)
+    # Then
+    _, body = get(function, context, account.api_key, "api/get_run", "get_run", run_id=created["run_id"])
+    data = body["data"]
+    assert data["status"] == "failed"
+    assert "result" not in data
+    [error] = data["errors"]
+    assert error["block_type"] == "document-block"
+    assert "not available in this deployment yet" in error["error"]
+    assert error["recoverable"] is False
+
+
+def test_failed_input_skips_dependents_and_keeps_finished_work(aws, account, function, context):
+    # Given a run with an uploaded PDF (file-block cannot read PDF yet) and a text file
+    import base64
+
+    from tests.support import multipart
+
+    content_type, body = multipart(
+        {"prompt": "Compare the two files"},
+        [
+            ("a.txt", b"The sky is blue on clear days, as everyone knows.", "text/plain"),
+            ("b.pdf", b"%PDF-1.4\n%fake but well-headed\n", "application/pdf"),
+        ],
+    )
+    created = start_run(
+        function,
+        context,
+        account.api_key,
+        content_type=content_type,
+        body=base64.b64encode(body).decode(),
+        isBase64Encoded=True,
+    )
+    # When
+    drive(function, context, account.account_id, created)
+    # Then the file blocks ran, the PDF one failed, and the answer blocks that needed it were skipped
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    assert [(n.type, n.status.value) for n in nodes] == [
+        ("file-block", "completed"),
+        ("file-block", "error"),
+        ("prompt-block", "skipped"),
+        ("text-block", "skipped"),
+    ]
+    _, body = get(function, context, account.api_key, "api/get_run", "get_run", run_id=created["run_id"])
+    data = body["data"]
+    assert data["status"] == "partial"
+    assert "The sky is blue" in data["result"]["final_output"]
+    assert {e["block_type"] for e in data["errors"]} == {"file-block", "prompt-block", "text-block"}
+    assert any("Reading .pdf files is not supported yet" in e["error"] for e in data["errors"])
+
+
+def test_execution_timeout_marks_the_run_failed_and_nothing_running(aws, account, function, context):
+    # Given a planned run whose execution then times out (the EventBridge rule's event)
+    created = start_run(function, context, account.api_key)
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    function("orchestration/plan_canvas")(ids, context)
+    event = load_event("fail_run_eventbridge")
+    event["detail"]["name"] = created["run_id"]
+    event["detail"]["input"] = json.dumps(ids)
+    # When
+    function("orchestration/fail_run")(event, context)
+    # Then
+    _, body = get(function, context, account.api_key, "api/get_run", "get_run", run_id=created["run_id"])
+    data = body["data"]
+    assert data["status"] == "failed"
+    assert data["errors"][0]["error"] == "The run exceeded its maximum duration and was stopped"
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    assert {n.status.value for n in nodes} == {"error"}
+    tasks = Store().get_tasks(created["canvas_id"])
+    assert "running" not in {t.status.value for t in tasks}
+
+
+def test_fail_run_after_the_run_ended_changes_nothing(aws, account, function, context):
+    created = start_run(function, context, account.api_key)
+    drive(function, context, account.account_id, created)
+    result = function("orchestration/fail_run")(
+        {"run_id": created["run_id"], "error": {"Error": "X", "Cause": "late"}}, context
+    )
+    assert result["status"] == "completed"
+
+
+def test_retried_block_does_not_run_twice(aws, account, function, context):
+    created = start_run(function, context, account.api_key)
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    [first, _] = function("orchestration/plan_canvas")(ids, context)["blocks"]
+    # A retried Plan Canvas step returns the same plan
+    assert function("orchestration/plan_canvas")(ids, context)["blocks"][0] == first
+    handler = function("blocks/prompt_block")
+    assert handler({**ids, **first}, context)["status"] == "completed"
+    before = Store().get_nodes(created["canvas_id"], [first["block_id"]])[0]
+    assert handler({**ids, **first}, context)["status"] == "completed"
+    after = Store().get_nodes(created["canvas_id"], [first["block_id"]])[0]
+    assert before == after
+    assert len([t for t in Store().get_tasks(created["canvas_id"]) if t.task_type.value == "tool-call-task"]) == 1
+
+
+def test_block_sent_to_the_wrong_function_is_refused(aws, account, function, context):
+    from canvas_core.errors import BlockFatalError
+
+    event = load_event("block_prompt")
+    with pytest.raises(BlockFatalError, match="is a prompt-block, not a text-block"):
+        function("blocks/text_block")(event, context)

@@ -1,0 +1,145 @@
+"""The create-run rules, with the exact messages a client sees."""
+
+import json
+
+import pytest
+from canvas_core.api.forms import FilePart, Form, body_bytes, parse_form
+from canvas_core.config import get_settings
+from canvas_core.errors import (
+    BadRequestError,
+    InvalidBlocksError,
+    InvalidFileError,
+    InvalidTemplateError,
+    PayloadTooLargeError,
+    UnsupportedMediaTypeError,
+)
+from canvas_core.validation import validate_create_request
+
+from tests.support import PNG_1X1, multipart
+
+pytestmark = pytest.mark.unit
+SETTINGS = get_settings()
+
+
+def validate(**fields):
+    files = fields.pop("files", [])
+    return validate_create_request(Form(fields=fields, files=files), SETTINGS)
+
+
+def test_defaults_to_auto_template():
+    # When
+    request = validate(prompt="  Hello  ")
+    # Then
+    assert request.prompt == "Hello"
+    assert request.template == "auto"
+    assert request.blocks is None
+
+
+def test_invalid_template_has_the_contract_text():
+    with pytest.raises(InvalidTemplateError) as caught:
+        validate(prompt="x", template="essay")
+    assert caught.value.message == (
+        "Invalid template: essay. Valid templates: app, auto, deep_research, excel, landing_page, memo, report, slides"
+    )
+    assert caught.value.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({}, "prompt is required"),
+        ({"prompt": "   "}, "prompt must not be blank"),
+        ({"prompt": "x" * 20001}, "prompt is too long: 20001 characters (maximum 20000)"),
+        ({"prompt": "x", "webhook_url": "ftp://example.com"}, "Invalid webhook_url"),
+        ({"prompt": "x", "agent_instructions": "y" * 10001}, "agent_instructions is too long"),
+    ],
+)
+def test_bad_fields_are_refused(fields, message):
+    with pytest.raises(BadRequestError) as caught:
+        validate(**fields)
+    assert caught.value.message.startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("blocks", "message"),
+    [
+        ("prompt-block", "Invalid blocks: expected a JSON array"),
+        ('{"a": 1}', "Invalid blocks: expected a JSON array"),
+        ("[1, 2]", "Invalid blocks: expected a JSON array"),
+        ("[]", "Invalid blocks: the array is empty"),
+        ('["essay-block"]', "Invalid blocks: unknown block type 'essay-block'"),
+        ('["prompt"]', "Invalid blocks: unknown block type 'prompt' (did you mean 'prompt-block'?)"),
+    ],
+)
+def test_bad_blocks_are_refused(blocks, message):
+    with pytest.raises(InvalidBlocksError) as caught:
+        validate(prompt="x", blocks=blocks)
+    assert caught.value.message.startswith(message)
+
+
+def test_blocks_override_template_and_drop_duplicates():
+    request = validate(prompt="x", template="report", blocks=json.dumps(["text-block", "prompt-block", "text-block"]))
+    assert request.blocks == ["text-block", "prompt-block"]
+
+
+def test_files_are_checked_by_extension_and_content():
+    # Given a real PNG, a PNG that is not one, and an executable
+    good = FilePart("pixel.png", "image/png", PNG_1X1)
+    fake = FilePart("photo.png", "image/png", b"GIF89a not a png at all")
+    exe = FilePart("tool.exe", "application/octet-stream", b"MZ\x90\x00")
+    # Then
+    assert validate(prompt="x", files=[good]).files[0].data == PNG_1X1
+    with pytest.raises(InvalidFileError, match="does not contain what its extension says"):
+        validate(prompt="x", files=[fake])
+    with pytest.raises(InvalidFileError, match=r"Unsupported file type: tool\.exe"):
+        validate(prompt="x", files=[exe])
+    with pytest.raises(InvalidFileError, match="is empty"):
+        validate(prompt="x", files=[FilePart("a.txt", "text/plain", b"")])
+    with pytest.raises(InvalidFileError, match="does not contain"):
+        validate(prompt="x", files=[FilePart("a.json", "application/json", b"{not json")])
+    with pytest.raises(InvalidFileError, match="does not contain"):
+        validate(prompt="x", files=[FilePart("a.docx", "application/zip", b"PK\x03\x04garbage")])
+
+
+def test_file_count_and_size_limits():
+    many = [FilePart(f"{i}.txt", "text/plain", b"hello") for i in range(SETTINGS.max_files + 1)]
+    with pytest.raises(BadRequestError, match=f"Too many files: {SETTINGS.max_files + 1}"):
+        validate(prompt="x", files=many)
+    big = FilePart("big.txt", "text/plain", b"a" * (SETTINGS.max_upload_bytes + 1))
+    with pytest.raises(PayloadTooLargeError):
+        validate(prompt="x", files=[big])
+
+
+def test_multipart_keeps_binary_bytes_and_repeated_files():
+    # Given
+    content_type, body = multipart(
+        {"prompt": "Describe", "template": "auto"},
+        [("a.png", PNG_1X1, "image/png"), ("b.txt", b"\xef\xbb\xbfhi\r\n", "text/plain")],
+    )
+    # When
+    form = parse_form(content_type, body, 10_000_000)
+    # Then
+    assert form.fields == {"prompt": "Describe", "template": "auto"}
+    assert [(f.filename, f.data) for f in form.files] == [("a.png", PNG_1X1), ("b.txt", b"\xef\xbb\xbfhi\r\n")]
+
+
+def test_urlencoded_and_unsupported_bodies():
+    assert parse_form("application/x-www-form-urlencoded", b"prompt=a+b&template=", 1000).fields == {
+        "prompt": "a b",
+        "template": "",
+    }
+    with pytest.raises(UnsupportedMediaTypeError, match="Unsupported Content-Type: application/json"):
+        parse_form("application/json", b'{"prompt": "x"}', 1000)
+    with pytest.raises(BadRequestError, match="without a boundary"):
+        parse_form("multipart/form-data", b"--x--", 1000)
+    with pytest.raises(PayloadTooLargeError):
+        parse_form("application/x-www-form-urlencoded", b"x" * 1001, 1000)
+    with pytest.raises(BadRequestError, match="not valid base64"):
+        body_bytes("@@@", True)
+
+
+def test_file_part_under_another_name_is_refused():
+    content_type, body = multipart({"prompt": "x"})
+    body = body.replace(b'name="prompt"', b'name="document"; filename="a.txt"')
+    with pytest.raises(BadRequestError, match="send files as repeated 'files' parts"):
+        parse_form(content_type, body, 10_000)
