@@ -1,0 +1,236 @@
+"""Structural check of the state machines in statemachine/*.asl.json against template.yaml.
+
+For every definition: it is valid JSON; each States scope (the top level, Map ItemProcessor/Iterator,
+Parallel Branches) has a StartAt naming one of its states; every Next, Default, Choice Next and Catch
+Next names a state of the same scope; every state is reachable from StartAt; every state that is not
+Choice, Succeed or Fail has exactly one of Next and End; every ${Placeholder} has an entry in the state
+machine's DefinitionSubstitutions in template.yaml, every substitution is used and points at a resource
+of the template; no literal Lambda ARN appears. Prints one line per problem and exits 1 on any.
+
+Usage: python scripts/check_asl.py [--template template.yaml] [definition.asl.json ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
+LAMBDA_ARN = re.compile(r"arn:aws[a-z-]*:lambda:")
+STATE_TYPES = {"Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map"}
+NO_NEXT_OR_END = {"Choice", "Succeed", "Fail"}
+SAM_STATE_MACHINE = "AWS::Serverless::StateMachine"
+
+
+class CfnLoader(yaml.SafeLoader):
+    """A SafeLoader that also reads CloudFormation short tags (`!Ref X` becomes {"Ref": "X"})."""
+
+
+def _construct_cfn_tag(loader: CfnLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    key = suffix if suffix in ("Ref", "Condition") else f"Fn::{suffix}"
+    return {key: value}
+
+
+CfnLoader.add_multi_constructor("!", _construct_cfn_tag)
+
+
+def load_template(path: Path) -> dict[str, Any]:
+    """Reads a CloudFormation/SAM template, short tags included."""
+    with path.open(encoding="utf-8") as stream:
+        return yaml.load(stream, Loader=CfnLoader)
+
+
+def state_machines(template: dict[str, Any], template_dir: Path) -> dict[Path, tuple[str, dict[str, Any]]]:
+    """Maps each local DefinitionUri file to (logical id, DefinitionSubstitutions) of its state machine."""
+    machines: dict[Path, tuple[str, dict[str, Any]]] = {}
+    for logical_id, resource in (template.get("Resources") or {}).items():
+        if resource.get("Type") != SAM_STATE_MACHINE:
+            continue
+        properties = resource.get("Properties") or {}
+        uri = properties.get("DefinitionUri")
+        if isinstance(uri, str) and not uri.startswith("s3://"):
+            path = (template_dir / uri).resolve()
+            machines[path] = (logical_id, properties.get("DefinitionSubstitutions") or {})
+    return machines
+
+
+def _transitions(state: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(where, target) for every transition out of a state."""
+    found: list[tuple[str, Any]] = []
+    if "Next" in state:
+        found.append(("Next", state["Next"]))
+    if state.get("Type") == "Choice":
+        for index, rule in enumerate(state.get("Choices") or []):
+            found.append((f"Choices[{index}].Next", rule.get("Next")))
+        if "Default" in state:
+            found.append(("Default", state["Default"]))
+    for index, catcher in enumerate(state.get("Catch") or []):
+        found.append((f"Catch[{index}].Next", catcher.get("Next")))
+    return found
+
+
+def _child_scopes(name: str, state: dict[str, Any]) -> list[tuple[str, Any]]:
+    if state.get("Type") == "Map":
+        processor = state.get("ItemProcessor", state.get("Iterator"))
+        return [(f"{name}/ItemProcessor", processor)]
+    if state.get("Type") == "Parallel":
+        return [(f"{name}/Branches[{i}]", branch) for i, branch in enumerate(state.get("Branches") or [])]
+    return []
+
+
+def check_scope(scope: Any, where: str) -> list[str]:
+    """Problems of one States scope (StartAt + States) and, recursively, of the scopes nested in it."""
+    if not isinstance(scope, dict):
+        return [f"{where}: missing or not an object (needs StartAt and States)"]
+    states = scope.get("States")
+    if not isinstance(states, dict) or not states:
+        return [f"{where}: States is missing or empty"]
+    problems: list[str] = []
+    start = scope.get("StartAt")
+    if start not in states:
+        problems.append(f"{where}: StartAt {start!r} is not a state of this scope")
+
+    for name, state in states.items():
+        here = f"{where}/{name}"
+        if not isinstance(state, dict):
+            problems.append(f"{here}: not an object")
+            continue
+        kind = state.get("Type")
+        if kind not in STATE_TYPES:
+            problems.append(f"{here}: unknown Type {kind!r}")
+        for label, target in _transitions(state):
+            if target not in states:
+                problems.append(f"{here}: {label} {target!r} is not a state of this scope")
+        if kind in NO_NEXT_OR_END:
+            if kind == "Choice" and not state.get("Choices"):
+                problems.append(f"{here}: Choice state without Choices")
+            if kind != "Choice" and ("Next" in state or "End" in state):
+                problems.append(f"{here}: a {kind} state takes neither Next nor End")
+        elif ("Next" in state) == (state.get("End") is True):
+            problems.append(f"{here}: needs exactly one of Next and End: true")
+        for child_where, child in _child_scopes(here, state):
+            problems.extend(check_scope(child, child_where))
+
+    if start in states:
+        reached = {start}
+        queue = deque([start])
+        while queue:
+            state = states[queue.popleft()]
+            for _, target in _transitions(state if isinstance(state, dict) else {}):
+                if target in states and target not in reached:
+                    reached.add(target)
+                    queue.append(target)
+        for name in states:
+            if name not in reached:
+                problems.append(f"{where}/{name}: not reachable from StartAt {start!r}")
+    return problems
+
+
+def check_definition(definition: Any, substitutions: dict[str, Any] | None, where: str = "") -> list[str]:
+    """Problems of one state machine definition; substitutions None means the template names none."""
+    if not isinstance(definition, dict):
+        return [f"{where}: the definition is not a JSON object"]
+    problems = check_scope(definition, where)
+    text = json.dumps(definition)
+    used = set(PLACEHOLDER.findall(text))
+    known = set(substitutions or {})
+    for name in sorted(used - known):
+        problems.append(f"{where}: placeholder ${{{name}}} has no entry in DefinitionSubstitutions")
+    for name in sorted(known - used):
+        problems.append(f"{where}: DefinitionSubstitutions entry {name} is not used by the definition")
+    for match in sorted(set(LAMBDA_ARN.findall(text))):
+        problems.append(f"{where}: literal Lambda ARN ({match}...); use a ${{Placeholder}} instead")
+    return problems
+
+
+def _referenced_resource(value: Any) -> str | None:
+    if isinstance(value, dict) and len(value) == 1:
+        ((key, argument),) = value.items()
+        if key == "Ref" and isinstance(argument, str):
+            return argument
+        if key == "Fn::GetAtt":
+            parts = argument.split(".", 1) if isinstance(argument, str) else argument
+            return parts[0] if parts else None
+    return None
+
+
+def check_repository(template_path: Path, definitions: list[Path]) -> list[str]:
+    """Problems of the given definitions against the template's state machines."""
+    try:
+        template = load_template(template_path)
+    except (OSError, yaml.YAMLError) as error:
+        return [f"{template_path}: cannot read the template: {error}"]
+    resources = template.get("Resources") or {}
+    machines = state_machines(template, template_path.parent)
+    problems: list[str] = []
+    if not definitions:
+        problems.append("no state machine definitions (statemachine/*.asl.json) to check")
+
+    for path in definitions:
+        where = _display(path)
+        try:
+            definition = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as error:
+            problems.append(f"{where}: not valid JSON: {error}")
+            continue
+        machine = machines.get(path.resolve())
+        if machine is None:
+            problems.append(f"{where}: no {SAM_STATE_MACHINE} in the template has it as DefinitionUri")
+            problems.extend(check_definition(definition, None, where))
+            continue
+        logical_id, substitutions = machine
+        problems.extend(check_definition(definition, substitutions, where))
+        for name, value in substitutions.items():
+            target = _referenced_resource(value)
+            if target is not None and target not in resources:
+                problems.append(f"{logical_id}: substitution {name} refers to unknown resource {target}")
+
+    for path, (logical_id, _) in machines.items():
+        if not path.is_file():
+            problems.append(f"{logical_id}: DefinitionUri {_display(path)} does not exist")
+    return problems
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--template", type=Path, default=ROOT / "template.yaml")
+    parser.add_argument("definitions", type=Path, nargs="*", help="default: statemachine/*.asl.json")
+    args = parser.parse_args(argv)
+    definitions = args.definitions or sorted((ROOT / "statemachine").glob("*.asl.json"))
+
+    problems = check_repository(args.template, definitions)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"check_asl: {len(problems)} problem(s)")
+        return 1
+    print(f"check_asl: {len(definitions)} state machine definition(s) OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
