@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 
-from pydantic import BaseModel
 
-
-class Settings(BaseModel):
+@dataclass(frozen=True)
+class Settings:
     accounts_table: str
     api_keys_table: str
     runs_table: str

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from canvas_core.models.base import Model
 
 
-class CreateRunRequest(BaseModel):
+class UploadedFile(Model):
+    name: str
+    extension: str
+    content_type: str
+    data: bytes
+
+
+class CreateRunRequest(Model):
     """A validated create request; files are checked and held as bytes until stored."""
 
     prompt: str
@@ -18,17 +27,7 @@ class CreateRunRequest(BaseModel):
     files: list[UploadedFile] = Field(default_factory=list)
 
 
-class UploadedFile(BaseModel):
-    name: str
-    extension: str
-    content_type: str
-    data: bytes
-
-
-CreateRunRequest.model_rebuild()
-
-
-class CreateRunResponse(BaseModel):
+class CreateRunResponse(Model):
     run_id: str
     status: str
     poll_url: str
@@ -36,13 +35,13 @@ class CreateRunResponse(BaseModel):
     canvas_id: str
 
 
-class Progress(BaseModel):
+class Progress(Model):
     tasks_completed: int
     tasks_total: int
     elapsed_ms: int
 
 
-class ArtifactView(BaseModel):
+class ArtifactView(Model):
     id: str
     type: str
     name: str
@@ -50,25 +49,25 @@ class ArtifactView(BaseModel):
     size_bytes: int
 
 
-class RunResult(BaseModel):
+class RunResult(Model):
     final_output: str
     artifacts: list[ArtifactView] = Field(default_factory=list)
 
 
-class RunMetadata(BaseModel):
+class RunMetadata(Model):
     template_used: str
     models_used: list[str]
     credits_consumed: int
 
 
-class RunErrorView(BaseModel):
+class RunErrorView(Model):
     error: str
     block_id: str | None = None
     block_type: str | None = None
     recoverable: bool | None = None
 
 
-class RunStatusResponse(BaseModel):
+class RunStatusResponse(Model):
     run_id: str
     status: str
     canvas_id: str
@@ -83,7 +82,7 @@ class RunStatusResponse(BaseModel):
     errors: list[RunErrorView] = Field(default_factory=list)
 
 
-class NodeView(BaseModel):
+class NodeView(Model):
     id: str
     name: str
     type: str
@@ -93,19 +92,19 @@ class NodeView(BaseModel):
     sources: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class EdgeView(BaseModel):
+class EdgeView(Model):
     source_id: str
     target_id: str
 
 
-class CanvasDagResponse(BaseModel):
+class CanvasDagResponse(Model):
     canvas_id: str
     canvas_name: str
     nodes: list[NodeView]
     edges: list[EdgeView]
 
 
-class TaskView(BaseModel):
+class TaskView(Model):
     task_id: str
     name: str
     task_type: str
@@ -113,7 +112,7 @@ class TaskView(BaseModel):
     children: list[TaskView] = Field(default_factory=list)
 
 
-class TaskTreeResponse(BaseModel):
+class TaskTreeResponse(Model):
     canvas_id: str
     completed: list[TaskView]
     not_completed: list[TaskView]

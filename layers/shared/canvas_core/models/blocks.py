@@ -3,10 +3,10 @@ by reference through the canvas, never in the execution state)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from canvas_core.models.base import Model
 
 
-class BlockInput(BaseModel):
+class BlockInput(Model):
     run_id: str
     canvas_id: str
     account_id: str
@@ -14,6 +14,6 @@ class BlockInput(BaseModel):
     block_type: str
 
 
-class BlockResult(BaseModel):
+class BlockResult(Model):
     block_id: str
     status: str

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from canvas_core.models.base import Model
 from canvas_core.models.catalog import NodeStatus, RunStatus, TaskStatus, TaskType
 
 
-class Upload(BaseModel):
+class Upload(Model):
     """A file posted with a run, kept in S3 until the run's blocks read it."""
 
     file_id: str
@@ -18,14 +19,14 @@ class Upload(BaseModel):
     s3_key: str
 
 
-class RunError(BaseModel):
+class RunError(Model):
     error: str
     block_id: str | None = None
     block_type: str | None = None
     recoverable: bool | None = None
 
 
-class Artifact(BaseModel):
+class Artifact(Model):
     id: str
     type: str
     name: str
@@ -33,7 +34,7 @@ class Artifact(BaseModel):
     size_bytes: int
 
 
-class RunItem(BaseModel):
+class RunItem(Model):
     run_id: str
     account_id: str
     canvas_id: str
@@ -53,14 +54,14 @@ class RunItem(BaseModel):
     errors: list[RunError] = Field(default_factory=list)
 
 
-class CanvasItem(BaseModel):
+class CanvasItem(Model):
     canvas_id: str
     account_id: str
     run_id: str
     canvas_name: str
 
 
-class Source(BaseModel):
+class Source(Model):
     """A reference a block used: a web page, or a file and its page."""
 
     title: str | None = None
@@ -70,7 +71,7 @@ class Source(BaseModel):
     page: int | None = None
 
 
-class NodeItem(BaseModel):
+class NodeItem(Model):
     canvas_id: str
     block_id: str
     name: str
@@ -90,12 +91,12 @@ class NodeItem(BaseModel):
     position: int = 0
 
 
-class EdgeItem(BaseModel):
+class EdgeItem(Model):
     source_id: str
     target_id: str
 
 
-class TaskItem(BaseModel):
+class TaskItem(Model):
     canvas_id: str
     task_id: str
     parent_id: str | None = None

@@ -1,0 +1,21 @@
+"""`python -m bench [NAME ...]`: run the named benchmarks (all by default) and print one line per figure."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench import cold_import
+
+BENCHMARKS = {"cold_import": cold_import.main}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("names", nargs="*", choices=[[], *BENCHMARKS], help="benchmarks to run (default: all)")
+    args = parser.parse_args()
+    for name in args.names or BENCHMARKS:
+        BENCHMARKS[name]()
+
+
+if __name__ == "__main__":
+    main()
