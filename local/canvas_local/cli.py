@@ -1,0 +1,70 @@
+"""`canvas serve`: the whole service on this machine (see stack.py), until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from canvas_local.stack import DEFAULT_TEMPLATE, PROVIDERS, LocalStack
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="canvas", description="Canvas Run Service on one machine.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the API with moto standing in for AWS")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=3000, help="0 picks a free port")
+    serve.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="seed an account holding KEY (repeatable); without it one key is generated",
+    )
+    serve.add_argument("--provider", choices=PROVIDERS, default="offline", help="MODEL_PROVIDER")
+    serve.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE, help=argparse.SUPPRESS)
+    return parser
+
+
+def serve(args: argparse.Namespace) -> int:
+    stopping = threading.Event()
+    # SIGTERM (docker stop, kill) should shut down as cleanly as Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    stack = LocalStack(
+        args.template,
+        api_keys=args.api_key,
+        generate_key=not args.api_key,
+        host=args.host,
+        port=args.port,
+        provider=args.provider,
+    )
+    with stack:
+        print(f"Canvas Run Service listening on {stack.base_url}", flush=True)
+        if stack.generated_key:
+            print(f"API key: {stack.generated_key}", flush=True)
+        try:
+            while not stopping.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        print("Shutting down", flush=True)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # moto's server and the AWS clients log every call the handlers make; the front door's log says what
+    # the client did, and the handlers log through Powertools.
+    for noisy in ("werkzeug", "httpx", "botocore", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

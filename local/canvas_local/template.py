@@ -1,0 +1,393 @@
+"""Read template.yaml as SAM would deploy it, for the embedded stack: tables, bucket, state machines with
+their `DefinitionSubstitutions` filled, functions (code, handler, environment) and their API routes.
+
+Physical names are local and predictable: a table is named after its logical id, a bucket after its
+logical id in kebab case, a function after its logical id with a fake ARN, a state machine after its
+logical id with the ARN moto gives it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from canvas_local.lambda_runtime import ACCOUNT_ID, REGION, Handler, LocalFunction, function_arn
+
+STACK_NAME = "canvas-local"
+_NO_VALUE = object()
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.:]+)\}")
+
+
+class TemplateError(ValueError):
+    """template.yaml holds something the embedded stack cannot stand in for."""
+
+
+# ---------------------------------------------------------------- YAML with CloudFormation tags
+
+
+class CfnLoader(yaml.SafeLoader):
+    """A SafeLoader that reads `!Ref X` as `{"Ref": "X"}`, `!GetAtt A.B` as `{"Fn::GetAtt": ["A", "B"]}`,
+    and every other `!Tag` as `{"Fn::Tag": ...}`, the long form CloudFormation itself uses."""
+
+
+def _construct_cfn_tag(loader: CfnLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    if suffix in ("Ref", "Condition"):
+        return {suffix: value}
+    if suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {f"Fn::{suffix}": value}
+
+
+CfnLoader.add_multi_constructor("!", _construct_cfn_tag)
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.load(handle, Loader=CfnLoader)  # CfnLoader is a SafeLoader: no arbitrary objects
+
+
+# ---------------------------------------------------------------- what the stack creates
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    logical_id: str
+    create_table: dict[str, Any]  # keyword arguments of DynamoDB CreateTable
+    ttl_attribute: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.create_table["TableName"]
+
+
+@dataclass(frozen=True)
+class StateMachineSpec:
+    logical_id: str
+    definition: str  # the ASL text with DefinitionSubstitutions applied
+    type: str = "STANDARD"
+
+    @property
+    def name(self) -> str:
+        return self.logical_id
+
+    @property
+    def arn(self) -> str:
+        return state_machine_arn(self.logical_id)
+
+
+@dataclass(frozen=True)
+class ApiRoute:
+    method: str  # upper case; "ANY" matches every method
+    path: str  # the resource path, e.g. /v1/run/{run_id}
+    function: str  # logical id
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    logical_id: str
+    code_dir: Path
+    handler: str  # module.attribute, e.g. app.handler
+    timeout_seconds: int
+    memory_mb: int
+    environment: dict[str, str] = field(default_factory=dict)
+    routes: tuple[ApiRoute, ...] = ()
+
+    def load_handler(self) -> Handler:
+        """Import the handler's file under a name of its own: every handler file is called app.py."""
+        module_path, attribute = self.handler.rsplit(".", 1)
+        source = self.code_dir / (module_path.replace(".", "/") + ".py")
+        module_name = f"canvas_fn_{self.logical_id}"
+        spec = importlib.util.spec_from_file_location(module_name, source)
+        if spec is None or spec.loader is None or not source.is_file():
+            raise TemplateError(f"{self.logical_id}: no handler file {source}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+        return getattr(module, attribute)
+
+    def local_function(self) -> LocalFunction:
+        return LocalFunction(
+            self.logical_id, self.load_handler, timeout_seconds=self.timeout_seconds, memory_mb=self.memory_mb
+        )
+
+
+def state_machine_arn(name: str) -> str:
+    return f"arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:{name}"
+
+
+def bucket_name(logical_id: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", logical_id).lower()
+
+
+# ---------------------------------------------------------------- the template
+
+
+class Template:
+    def __init__(self, path: Path | str, parameter_overrides: dict[str, str] | None = None):
+        self.path = Path(path).resolve()
+        self.base_dir = self.path.parent
+        self.document = load_yaml(self.path)
+        self.resources: dict[str, dict[str, Any]] = self.document.get("Resources") or {}
+        self.globals: dict[str, Any] = self.document.get("Globals") or {}
+        self.parameters = {
+            name: str(spec.get("Default", "")) for name, spec in (self.document.get("Parameters") or {}).items()
+        }
+        self.parameters.update(parameter_overrides or {})
+
+    def of_type(self, *types: str) -> dict[str, dict[str, Any]]:
+        return {lid: res for lid, res in self.resources.items() if res.get("Type") in types}
+
+    def properties(self, logical_id: str) -> dict[str, Any]:
+        return self.resources[logical_id].get("Properties") or {}
+
+    # -------------------------------------------------- resources
+
+    def tables(self) -> list[TableSpec]:
+        specs = [
+            _dynamodb_table(lid, self.resolve(self.properties(lid))) for lid in self.of_type("AWS::DynamoDB::Table")
+        ]
+        specs += [
+            _simple_table(lid, self.resolve(self.properties(lid)))
+            for lid in self.of_type("AWS::Serverless::SimpleTable")
+        ]
+        return specs
+
+    def buckets(self) -> list[str]:
+        return [bucket_name(lid) for lid in self.of_type("AWS::S3::Bucket")]
+
+    def state_machines(self) -> list[StateMachineSpec]:
+        return [
+            self._state_machine(lid)
+            for lid in self.of_type("AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine")
+        ]
+
+    def _state_machine(self, logical_id: str) -> StateMachineSpec:
+        props = self.properties(logical_id)
+        substitutions = self.resolve(props.get("DefinitionSubstitutions") or {})
+        if "DefinitionUri" in props:
+            uri = props["DefinitionUri"]
+            if not isinstance(uri, str):
+                raise TemplateError(f"{logical_id}: DefinitionUri must be a local path")
+            text = (self.base_dir / uri).read_text(encoding="utf-8")
+        elif "Definition" in props:
+            text = json.dumps(self.resolve(props["Definition"]))
+        elif "DefinitionString" in props:
+            text = self.resolve(props["DefinitionString"])
+        else:
+            raise TemplateError(f"{logical_id}: no Definition, DefinitionUri or DefinitionString")
+        return StateMachineSpec(
+            logical_id, substitute(text, substitutions, logical_id), str(props.get("Type", "STANDARD"))
+        )
+
+    def functions(self) -> list[FunctionSpec]:
+        return [self._function(lid) for lid in self.of_type("AWS::Serverless::Function")]
+
+    def _function(self, logical_id: str) -> FunctionSpec:
+        props = {**(self.globals.get("Function") or {}), **self.properties(logical_id)}
+        if "CodeUri" not in props or not isinstance(props["CodeUri"], str):
+            raise TemplateError(f"{logical_id}: CodeUri must be a local folder")
+        return FunctionSpec(
+            logical_id=logical_id,
+            code_dir=(self.base_dir / props["CodeUri"]).resolve(),
+            handler=str(props.get("Handler", "app.handler")),
+            timeout_seconds=int(self.resolve(props.get("Timeout", 3))),
+            memory_mb=int(self.resolve(props.get("MemorySize", 128))),
+            environment=self.function_environment(logical_id),
+            routes=tuple(self._routes(logical_id)),
+        )
+
+    def function_environment(self, logical_id: str) -> dict[str, str]:
+        variables = {
+            **((self.globals.get("Function") or {}).get("Environment") or {}).get("Variables", {}),
+            **(self.properties(logical_id).get("Environment") or {}).get("Variables", {}),
+        }
+        return {name: _env_value(value) for name, value in self.resolve(variables).items()}
+
+    def _routes(self, logical_id: str) -> list[ApiRoute]:
+        events = self.properties(logical_id).get("Events") or {}
+        return [
+            ApiRoute(str(event["Properties"]["Method"]).upper(), str(event["Properties"]["Path"]), logical_id)
+            for event in events.values()
+            if event.get("Type") == "Api"
+        ]
+
+    def routes(self) -> list[ApiRoute]:
+        return [route for lid in self.of_type("AWS::Serverless::Function") for route in self._routes(lid)]
+
+    def binary_media_types(self) -> list[str]:
+        """API Gateway escapes "/" as "~1" in BinaryMediaTypes."""
+        apis = [self.properties(lid) for lid in self.of_type("AWS::Serverless::Api")]
+        apis.append(self.globals.get("Api") or {})
+        types = [self.resolve(t) for api in apis for t in api.get("BinaryMediaTypes") or []]
+        return sorted({str(t).replace("~1", "/") for t in types})
+
+    def stage_name(self) -> str:
+        for lid in self.of_type("AWS::Serverless::Api"):
+            if "StageName" in self.properties(lid):
+                return str(self.resolve(self.properties(lid)["StageName"]))
+        return str(self.resolve((self.globals.get("Api") or {}).get("StageName", "Prod")))
+
+    # -------------------------------------------------- intrinsic functions
+
+    def resolve(self, value: Any) -> Any:
+        """Evaluate intrinsic functions with local physical names; `AWS::NoValue` drops the key or item."""
+        if isinstance(value, dict):
+            if len(value) == 1:
+                ((key, arg),) = value.items()
+                if key == "Ref" or key.startswith("Fn::") or key == "Condition":
+                    return self._intrinsic(key, arg)
+            resolved = {k: self.resolve(v) for k, v in value.items()}
+            return {k: v for k, v in resolved.items() if v is not _NO_VALUE}
+        if isinstance(value, list):
+            return [item for item in (self.resolve(v) for v in value) if item is not _NO_VALUE]
+        return value
+
+    def _intrinsic(self, name: str, arg: Any) -> Any:
+        functions: dict[str, Callable[[Any], Any]] = {
+            "Ref": lambda a: self.ref(self.resolve(a)),
+            "Fn::GetAtt": lambda a: self.get_att(*self.resolve(a)),
+            "Fn::Sub": self._sub,
+            "Fn::Join": lambda a: str(self.resolve(a[0])).join(str(v) for v in self.resolve(a[1])),
+            "Fn::Select": lambda a: self.resolve(a[1])[int(self.resolve(a[0]))],
+            "Fn::Split": lambda a: str(self.resolve(a[1])).split(self.resolve(a[0])),
+            "Fn::If": lambda a: self.resolve(a[1] if self.condition(a[0]) else a[2]),
+            "Fn::Equals": lambda a: str(self.resolve(a[0])) == str(self.resolve(a[1])),
+            "Fn::Not": lambda a: not self._truth(a[0]),
+            "Fn::And": lambda a: all(self._truth(c) for c in a),
+            "Fn::Or": lambda a: any(self._truth(c) for c in a),
+            "Condition": self.condition,
+            "Fn::FindInMap": lambda a: self.document["Mappings"][self.resolve(a[0])][self.resolve(a[1])][
+                self.resolve(a[2])
+            ],
+        }
+        if name not in functions:
+            raise TemplateError(f"unsupported intrinsic function {name}")
+        return functions[name](arg)
+
+    def _truth(self, value: Any) -> bool:
+        return bool(self.resolve(value))
+
+    def condition(self, name: str) -> bool:
+        conditions = self.document.get("Conditions") or {}
+        if name not in conditions:
+            raise TemplateError(f"unknown condition {name}")
+        return self._truth(conditions[name])
+
+    def ref(self, name: str) -> Any:
+        pseudo = {
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT_ID,
+            "AWS::StackName": STACK_NAME,
+            "AWS::StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT_ID}:stack/{STACK_NAME}/local",
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::NoValue": _NO_VALUE,
+        }
+        if name in pseudo:
+            return pseudo[name]
+        if name in self.parameters:
+            return self.parameters[name]
+        kind = self.resources.get(name, {}).get("Type")
+        if kind is None:
+            raise TemplateError(f"!Ref to unknown name {name}")
+        return {
+            "AWS::S3::Bucket": bucket_name(name),
+            "AWS::Serverless::StateMachine": state_machine_arn(name),
+            "AWS::StepFunctions::StateMachine": state_machine_arn(name),
+        }.get(kind, name)
+
+    def get_att(self, logical_id: str, attribute: str) -> Any:
+        kind = self.resources.get(logical_id, {}).get("Type")
+        if kind is None:
+            raise TemplateError(f"!GetAtt of unknown resource {logical_id}")
+        attributes = {
+            ("AWS::Serverless::Function", "Arn"): lambda: function_arn(logical_id),
+            ("AWS::DynamoDB::Table", "Arn"): lambda: f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{logical_id}",
+            ("AWS::S3::Bucket", "Arn"): lambda: f"arn:aws:s3:::{bucket_name(logical_id)}",
+            ("AWS::Serverless::StateMachine", "Arn"): lambda: state_machine_arn(logical_id),
+            ("AWS::Serverless::StateMachine", "Name"): lambda: logical_id,
+        }
+        # Attributes nothing local reads (alarms, outputs) resolve to a readable stand-in.
+        return attributes.get((kind, attribute), lambda: f"{logical_id}.{attribute}")()
+
+    def _sub(self, arg: Any) -> str:
+        text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name in variables:
+                return str(variables[name])
+            if "." in name and not name.startswith("AWS::"):
+                return str(self.get_att(*name.split(".", 1)))
+            return str(self.ref(name))
+
+        # "${!Literal}" is CloudFormation's escape for a literal "${Literal}".
+        return _PLACEHOLDER.sub(replace, text).replace("${!", "${")
+
+
+def substitute(text: str, substitutions: dict[str, Any], owner: str) -> str:
+    """Fill `${Name}` as DefinitionSubstitutions do; a placeholder left unfilled would fail at run time."""
+    for key, value in substitutions.items():
+        text = text.replace("${" + key + "}", json.dumps(str(value))[1:-1])
+    missing = sorted(set(_PLACEHOLDER.findall(text)))
+    if missing:
+        raise TemplateError(f"{owner}: no DefinitionSubstitutions for {', '.join(missing)}")
+    return text
+
+
+def _env_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _dynamodb_table(logical_id: str, props: dict[str, Any]) -> TableSpec:
+    kwargs: dict[str, Any] = {
+        "TableName": logical_id,
+        "KeySchema": props["KeySchema"],
+        "AttributeDefinitions": props["AttributeDefinitions"],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+    for kind in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+        if props.get(kind):
+            kwargs[kind] = [_index(index) for index in props[kind]]
+    ttl = props.get("TimeToLiveSpecification") or {}
+    enabled = ttl.get("Enabled") in (True, "true", "True")
+    return TableSpec(logical_id, kwargs, ttl.get("AttributeName") if enabled else None)
+
+
+def _index(index: dict[str, Any]) -> dict[str, Any]:
+    # On demand: an index's ProvisionedThroughput would be rejected.
+    return {key: index[key] for key in ("IndexName", "KeySchema", "Projection") if key in index}
+
+
+def _simple_table(logical_id: str, props: dict[str, Any]) -> TableSpec:
+    key = props.get("PrimaryKey") or {"Name": "id", "Type": "String"}
+    kind = {"String": "S", "Number": "N", "Binary": "B"}[key.get("Type", "String")]
+    return TableSpec(
+        logical_id,
+        {
+            "TableName": logical_id,
+            "KeySchema": [{"AttributeName": key["Name"], "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": key["Name"], "AttributeType": kind}],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    )

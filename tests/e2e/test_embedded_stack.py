@@ -1,0 +1,169 @@
+"""The embedded stack over real HTTP: the front door's proxy events and error shapes, presigned S3 URLs on
+moto's loopback port, and `canvas serve` from start to Ctrl-C."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support import multipart
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+
+CANVAS = Path(sys.executable).with_name("canvas")
+
+
+def test_a_get_reaches_its_function_as_an_api_gateway_proxy_event(mini_stack):
+    # Given a route with a path parameter, a repeated query parameter and a custom header
+    url = f"{mini_stack.base_url}/v1/hello/ada?lang=en&tag=a&tag=b"
+
+    # When a client calls it
+    response = httpx.get(url, headers={"X-Trace": "t-1"})
+
+    # Then the function saw the REST (v1) proxy event API Gateway would send
+    assert response.status_code == 200
+    event = response.json()["event"]
+    assert event["resource"] == "/v1/hello/{name}"
+    assert event["path"] == "/v1/hello/ada"
+    assert event["httpMethod"] == "GET"
+    assert event["pathParameters"] == {"name": "ada"}
+    assert event["queryStringParameters"] == {"lang": "en", "tag": "b"}
+    assert event["multiValueQueryStringParameters"] == {"lang": ["en"], "tag": ["a", "b"]}
+    assert event["headers"]["X-Trace"] == "t-1"
+    assert event["multiValueHeaders"]["X-Trace"] == ["t-1"]
+    assert event["body"] is None
+    assert event["isBase64Encoded"] is False
+    context = event["requestContext"]
+    assert context["stage"] == "test"
+    assert context["resourcePath"] == "/v1/hello/{name}"
+    assert context["httpMethod"] == "GET"
+    assert context["identity"]["sourceIp"] == "127.0.0.1"
+    assert uuid.UUID(context["requestId"])
+    # ... and the function's response headers, single and multi-valued, reached the client
+    assert response.headers["X-Single"] == "one"
+    assert response.headers.get_list("X-Multi") == ["a", "b"]
+
+
+def test_functions_get_the_environment_the_template_gives_them(mini_stack):
+    # Given the template's Globals (!If, !Sub) and the function's own variables (!Ref of a state machine)
+    # When the function reports its environment
+    body = httpx.get(f"{mini_stack.base_url}/v1/hello/env").json()
+
+    # Then the intrinsics were resolved with the local names
+    assert body["greeting"] == "hello from us-east-1"
+    assert body["state_machine_arn"] == mini_stack.state_machine_arns["MiniStateMachine"]
+    assert mini_stack.environment["MODEL_PROVIDER"] == "offline"
+
+
+def test_a_multipart_body_arrives_base64_encoded_byte_for_byte(mini_stack):
+    # Given a multipart upload holding bytes that are not UTF-8
+    content_type, body = multipart({"prompt": "hi"}, [("blob.bin", bytes(range(256)), "application/octet-stream")])
+
+    # When it is posted
+    response = httpx.post(f"{mini_stack.base_url}/v1/upload", content=body, headers={"Content-Type": content_type})
+
+    # Then the function received it as base64 of exactly those bytes
+    assert response.status_code == 201
+    event = response.json()["event"]
+    assert event["isBase64Encoded"] is True
+    assert base64.b64decode(event["body"]) == body
+
+
+def test_a_json_body_arrives_as_text(mini_stack):
+    # Given a JSON body
+    # When it is posted
+    response = httpx.post(f"{mini_stack.base_url}/v1/upload", json={"prompt": "hé"})
+
+    # Then the function received the text itself
+    event = response.json()["event"]
+    assert event["isBase64Encoded"] is False
+    assert json.loads(event["body"]) == {"prompt": "hé"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "error"),
+    [
+        ("GET", "/v1/nothing-here", 404, "Not found: GET /v1/nothing-here"),
+        ("DELETE", "/v1/upload", 405, "Method not allowed: DELETE /v1/upload"),
+        ("GET", "/v1/fail", 500, "Internal server error"),
+    ],
+)
+def test_requests_no_function_answers_get_the_error_shape(mini_stack, method, path, status, error):
+    # Given a request for an unknown route, a known route with another method, or a function that raises
+    # When it is sent
+    response = httpx.request(method, f"{mini_stack.base_url}{path}")
+
+    # Then the answer is JSON in the service's error shape
+    assert response.status_code == status
+    assert response.headers["Content-Type"] == "application/json"
+    assert response.json() == {"success": False, "error": error}
+
+
+def test_a_body_over_six_megabytes_is_refused(mini_stack):
+    # Given a body just over Lambda's 6 MB payload limit
+    body = b"x" * (6 * 1024 * 1024 + 1)
+
+    # When it is posted
+    response = httpx.post(f"{mini_stack.base_url}/v1/upload", content=body)
+
+    # Then it never reaches the function
+    assert response.status_code == 413
+    assert response.json()["success"] is False
+
+
+def test_a_presigned_get_downloads_from_moto_over_plain_http(mini_stack):
+    # Given an object in the template's bucket and a presigned GET minted by boto3
+    s3 = mini_stack.client("s3")
+    s3.put_object(Bucket="files-bucket", Key="artifacts/report.md", Body=b"# Report\n")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "files-bucket", "Key": "artifacts/report.md"})
+
+    # When a plain HTTP client follows it
+    response = httpx.get(url)
+
+    # Then it downloads the bytes, from a path-style URL on moto's loopback port
+    assert url.startswith(f"{mini_stack.s3_url}/files-bucket/artifacts/report.md?")
+    assert response.status_code == 200
+    assert response.content == b"# Report\n"
+
+
+def test_canvas_serve_prints_its_url_and_key_then_stops_cleanly_on_ctrl_c():
+    # Given `canvas serve` on a free port, with no key given
+    process = subprocess.Popen(
+        [str(CANVAS), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        # When it says it listens
+        listening = process.stdout.readline().strip()
+        key_line = process.stdout.readline().strip()
+        base_url = listening.removeprefix("Canvas Run Service listening on ")
+
+        # Then it answers at once, and the key it printed is an account's key
+        assert listening.startswith("Canvas Run Service listening on http://127.0.0.1:")
+        assert key_line.startswith("API key: sk_canvas_")
+        api_key = key_line.removeprefix("API key: ")
+        assert httpx.get(f"{base_url}/v1/nothing-here").status_code == 404
+        missing_run = httpx.get(f"{base_url}/v1/run/{uuid.uuid4()}", headers={"X-API-KEY": api_key})
+        assert missing_run.status_code != 401
+        unknown_key = httpx.get(f"{base_url}/v1/run/{uuid.uuid4()}", headers={"X-API-KEY": "sk_canvas_nope"})
+        assert unknown_key.status_code == 401
+
+        # ... and Ctrl-C stops it with exit code 0
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
