@@ -31,7 +31,10 @@ def import_ms(module: str, path: str = "") -> float:
     for _ in range(SAMPLES):
         out = subprocess.run(
             [sys.executable, "-c", _TIMED_IMPORT.format(path=path, module=module)],
-            capture_output=True, text=True, check=True, env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
         )
         samples.append(float(out.stdout.strip()))
     return statistics.median(samples)

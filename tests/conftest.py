@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from canvas_local.stack import DEFAULT_TEMPLATE, LocalStack
 
 MINI_STACK_TEMPLATE = Path(__file__).parent / "fixtures" / "mini_stack" / "template.yaml"

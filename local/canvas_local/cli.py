@@ -28,6 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--provider", choices=PROVIDERS, default="offline", help="MODEL_PROVIDER")
     serve.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE, help=argparse.SUPPRESS)
+    create = commands.add_parser(
+        "create-key",
+        help="create an account and its API key in the tables named by ACCOUNTS_TABLE_NAME and API_KEYS_TABLE_NAME",
+    )
+    create.add_argument("--credits", type=int, default=None, help="starting credits (default 5000)")
+    revoke = commands.add_parser("revoke-key", help="revoke an API key (read from standard input)")
+    revoke.set_defaults(command="revoke-key")
     return parser
 
 
@@ -56,8 +63,39 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def create_key(args: argparse.Namespace) -> int:
+    """Against a deployed stack: AWS credentials and region from the environment, as for the AWS CLI."""
+    from canvas_core.auth import STARTING_CREDITS, create_account_with_key
+
+    account_id, api_key = create_account_with_key(credits=STARTING_CREDITS if args.credits is None else args.credits)
+    print(f"account_id: {account_id}")
+    print(f"api_key: {api_key}  (shown once; only its hash is stored)")
+    return 0
+
+
+def revoke_key(_: argparse.Namespace) -> int:
+    from canvas_core.adapters.store import ConditionFailed, Store
+    from canvas_core.auth import hash_api_key
+
+    api_key = sys.stdin.readline().strip()
+    if not api_key:
+        print("revoke-key: give the key on standard input", file=sys.stderr)
+        return 2
+    try:
+        Store().revoke_api_key(hash_api_key(api_key))
+    except ConditionFailed:
+        print("revoke-key: no such key", file=sys.stderr)
+        return 1
+    print("revoked")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "create-key":
+        return create_key(args)
+    if args.command == "revoke-key":
+        return revoke_key(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # moto's server and the AWS clients log every call the handlers make; the front door's log says what
     # the client did, and the handlers log through Powertools.

@@ -11,12 +11,12 @@ from typing import Any
 
 import boto3
 import pytest
+from moto import mock_aws
+
 from canvas_core.adapters.aws import reset_clients
 from canvas_core.auth import create_account_with_key
 from canvas_core.config import get_settings
 from canvas_local.template import Template
-from moto import mock_aws
-
 from tests.support import ROOT
 
 pytestmark = pytest.mark.component

@@ -7,9 +7,9 @@ import json
 import uuid
 
 import pytest
+
 from canvas_core.adapters.store import Store
 from canvas_core.auth import create_account_with_key, hash_api_key
-
 from tests.support import PNG_1X1, body_of, header, load_event, multipart
 
 pytestmark = pytest.mark.component

@@ -7,8 +7,8 @@ import json
 import uuid
 
 import pytest
-from canvas_core.adapters.store import Store
 
+from canvas_core.adapters.store import Store
 from tests.support import body_of, load_event
 
 pytestmark = pytest.mark.component

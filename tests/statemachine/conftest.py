@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from canvas_local.stack import LocalStack
 
 EXECUTION_TIMEOUT_SECONDS = 60

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+
 from canvas_local.frontdoor import FrontDoor, Request
 from canvas_local.lambda_runtime import LocalFunction
 from canvas_local.template import ApiRoute

@@ -11,14 +11,15 @@ from typing import Any
 
 import boto3
 import pytest
-from canvas_local import moto_patch
-from canvas_local.lambda_runtime import LocalFunction, function_arn
 from moto import mock_aws
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda import (
     StateTaskServiceLambda,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
+
+from canvas_local import moto_patch
+from canvas_local.lambda_runtime import LocalFunction, function_arn
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
 

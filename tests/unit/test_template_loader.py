@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from canvas_local.template import Template, TemplateError
 
 pytestmark = pytest.mark.unit

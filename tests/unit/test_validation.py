@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from canvas_core.api.forms import FilePart, Form, body_bytes, parse_form
 from canvas_core.config import get_settings
 from canvas_core.errors import (
@@ -14,7 +15,6 @@ from canvas_core.errors import (
     UnsupportedMediaTypeError,
 )
 from canvas_core.validation import validate_create_request
-
 from tests.support import PNG_1X1, multipart
 
 pytestmark = pytest.mark.unit

@@ -1,6 +1,7 @@
 """POST /v1/run: validate the request, store the run and its canvas, start its execution."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from canvas_core.api import caller_account, create_app, handle, ok
 from canvas_core.api.forms import body_bytes, parse_form
 from canvas_core.config import get_settings

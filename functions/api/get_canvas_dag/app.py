@@ -1,6 +1,7 @@
 """GET /v1/canvas/{canvas_id}/dag: the canvas's blocks and the edges between them."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from canvas_core.api import caller_account, create_app, handle, ok
 from canvas_core.canvas import get_canvas_dag
 from canvas_core.observability import logger, tracer

@@ -1,6 +1,7 @@
 """GET /v1/canvas/{canvas_id}/tasks: the task tree, split into completed and not completed."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from canvas_core.api import caller_account, create_app, handle, ok
 from canvas_core.canvas import get_task_tree
 from canvas_core.observability import logger, tracer

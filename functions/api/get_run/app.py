@@ -1,6 +1,7 @@
 """GET /v1/run/{run_id}: the run's status, progress while running, result and metadata once finished."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from canvas_core.api import caller_account, create_app, handle, ok
 from canvas_core.observability import logger, tracer
 from canvas_core.runs import get_run_status

@@ -1,6 +1,7 @@
 """Record Block Failure: mark a block that failed after its retries, with the reason a user can act on."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from canvas_core.observability import logger, tracer
 from canvas_core.orchestration import fail_block
 

@@ -2,6 +2,7 @@
 failed, timed out or were aborted), keeping whatever its blocks finished."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from canvas_core.observability import logger, tracer
 from canvas_core.orchestration import fail_run
 

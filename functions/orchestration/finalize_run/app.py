@@ -1,6 +1,7 @@
 """Finalize Run: write the final output, status, credits and errors once every block has ended."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from canvas_core.observability import logger, tracer
 from canvas_core.orchestration import finalize_run
 

@@ -1,6 +1,7 @@
 """Plan Canvas: turn the run's prompt into blocks, edges and the task tree; list the blocks to run."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from canvas_core.observability import logger, tracer
 from canvas_core.orchestration import plan_run
 
