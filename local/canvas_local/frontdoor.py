@@ -308,6 +308,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _send(self, response: Response) -> None:
         self.send_response(response.status)
+        # The front door's own answers carry a request id too, as API Gateway's gateway responses do.
+        if not any(name.lower() == "x-request-id" for name, _ in response.headers):
+            self.send_header("X-Request-ID", str(uuid.uuid4()))
         for name, value in response.headers:
             if name.lower() not in ("content-length", "transfer-encoding", "connection"):
                 self.send_header(name, value)
