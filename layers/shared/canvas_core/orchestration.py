@@ -111,7 +111,12 @@ def fail_run(event: dict[str, Any], store: Store | None = None) -> dict[str, Any
     else:
         run_id = event["run_id"]
         failure = "The run stopped: " + describe_error(event.get("error"), default="an internal step failed")
-    return finalize_run(run_id, failure=failure, store=store)
+    try:
+        return finalize_run(run_id, failure=failure, store=store)
+    except RunStateError:
+        # Nothing to mark: the execution was started for a run that is not stored.
+        logger.warning("Fail Run for an unknown run", extra={"run_id": run_id, "failure": failure})
+        return {"run_id": run_id, "status": "unknown"}
 
 
 def describe_error(error: dict[str, Any] | None, default: str) -> str:
