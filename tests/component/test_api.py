@@ -223,3 +223,52 @@ def test_account_without_credits_is_refused_with_402(aws, function, context):
     assert response["statusCode"] == 402
     assert body_of(response)["error"].startswith("Insufficient credits")
     assert json.loads(response["body"])["success"] is False
+
+
+def test_idempotency_key_returns_the_first_answer_and_starts_one_run(aws, account, function, context):
+    # Given two posts with the same Idempotency-Key, and one with another key
+    def post(key):
+        event = load_event("create_run", api_key=account.api_key)
+        event["headers"]["Idempotency-Key"] = key
+        event["multiValueHeaders"]["Idempotency-Key"] = [key]
+        return function("api/create_run")(event, context)
+
+    # When
+    first, again, other = post("order-42"), post("order-42"), post("order-43")
+    # Then
+    assert body_of(first)["data"] == body_of(again)["data"]
+    assert body_of(other)["data"]["run_id"] != body_of(first)["data"]["run_id"]
+    executions = aws.sfn.list_executions(stateMachineArn=aws.state_machine_arn)["executions"]
+    assert len(executions) == 2
+
+
+def test_the_same_idempotency_key_from_another_account_is_another_run(aws, account, function, context):
+    _, other_key = create_account_with_key()
+    runs = []
+    for key in (account.api_key, other_key):
+        event = load_event("create_run", api_key=key)
+        event["headers"]["Idempotency-Key"] = "shared-key"
+        runs.append(body_of(function("api/create_run")(event, context))["data"]["run_id"])
+    assert runs[0] != runs[1]
+
+
+def test_a_keyed_request_still_in_progress_is_409(aws, account, function, context, monkeypatch):
+    from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+
+    from canvas_core import runs
+
+    def in_progress(**_):
+        raise IdempotencyAlreadyInProgressError("in progress")
+
+    monkeypatch.setattr(runs, "_idempotent_create", lambda *_: (in_progress, runs_config()))
+    event = load_event("create_run", api_key=account.api_key)
+    event["headers"]["Idempotency-Key"] = "busy"
+    response = function("api/create_run")(event, context)
+    assert response["statusCode"] == 409
+    assert body_of(response)["error"].startswith("A request with this Idempotency-Key is still being processed")
+
+
+def runs_config():
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+
+    return IdempotencyConfig()

@@ -6,7 +6,7 @@ from canvas_core.api import caller_account, create_app, handle, ok
 from canvas_core.api.forms import body_bytes, parse_form
 from canvas_core.config import get_settings
 from canvas_core.observability import logger, tracer
-from canvas_core.runs import create_run
+from canvas_core.runs import create_run_once
 from canvas_core.validation import validate_create_request
 
 app = create_app()
@@ -18,7 +18,8 @@ def post_run() -> dict:
     event, settings = app.current_event, get_settings()
     body = body_bytes(event.body, event.is_base64_encoded)
     form = parse_form(event.headers.get("content-type"), body, settings.max_upload_bytes + 1024 * 1024)
-    return ok(create_run(validate_create_request(form, settings), account_id))
+    request = validate_create_request(form, settings)
+    return ok(create_run_once(request, account_id, event.headers.get("idempotency-key"), app.lambda_context))
 
 
 @logger.inject_lambda_context

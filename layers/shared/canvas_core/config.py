@@ -14,6 +14,7 @@ class Settings:
     runs_table: str
     canvases_table: str
     tasks_table: str
+    idempotency_table: str
     artifacts_bucket: str
     state_machine_arn: str
     model_provider: str
@@ -33,6 +34,7 @@ def get_settings() -> Settings:
         runs_table=env("RUNS_TABLE_NAME", "RunsTable"),
         canvases_table=env("CANVASES_TABLE_NAME", "CanvasesTable"),
         tasks_table=env("TASKS_TABLE_NAME", "TasksTable"),
+        idempotency_table=env("IDEMPOTENCY_TABLE_NAME", "IdempotencyTable"),
         artifacts_bucket=env("ARTIFACTS_BUCKET_NAME", "artifacts"),
         state_machine_arn=env("STATE_MACHINE_ARN", ""),
         model_provider=env("MODEL_PROVIDER", "offline"),

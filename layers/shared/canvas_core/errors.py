@@ -62,6 +62,10 @@ class InsufficientCreditsError(ServiceError):
     status_code = 402
 
 
+class ConflictError(ServiceError):
+    status_code = 409
+
+
 class NotFoundError(ServiceError):
     status_code = 404
 

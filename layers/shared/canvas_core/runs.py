@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import Any
+
 from canvas_core.adapters.artifacts import ArtifactStore
+from canvas_core.adapters.aws import client
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.clock import new_id, now_ms, parse_uuid
-from canvas_core.errors import InsufficientCreditsError, RunNotFoundError
+from canvas_core.config import get_settings
+from canvas_core.errors import ConflictError, InsufficientCreditsError, RunNotFoundError
 from canvas_core.estimates import estimate_duration_ms
 from canvas_core.models.api import (
     ArtifactView,
@@ -18,6 +23,7 @@ from canvas_core.models.api import (
     RunResult,
     RunStatusResponse,
 )
+from canvas_core.models.base import Model
 from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus
 from canvas_core.models.items import CanvasItem, RunError, RunItem, Upload
 from canvas_core.observability import logger
@@ -87,6 +93,59 @@ def create_run(
         estimated_duration_ms=run.estimated_duration_ms,
         canvas_id=canvas_id,
     )
+
+
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+
+
+class IdempotencyScope(Model):
+    """What makes two create requests the same: one account's Idempotency-Key."""
+
+    account_id: str
+    key: str
+
+
+def create_run_once(
+    request: CreateRunRequest, account_id: str, idempotency_key: str | None, lambda_context: Any = None
+) -> CreateRunResponse:
+    """create_run, or with an Idempotency-Key, the answer the first request with that key got (for 24 hours):
+    a client that retries after a lost response does not start a second run."""
+    if not idempotency_key:
+        return create_run(request, account_id)
+    from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+
+    create, config = _idempotent_create(get_settings().idempotency_table, client("dynamodb"))
+    if lambda_context is not None:
+        config.register_lambda_context(lambda_context)
+    try:
+        return create(scope=IdempotencyScope(account_id=account_id, key=idempotency_key), request=request)
+    except IdempotencyAlreadyInProgressError:
+        raise ConflictError("A request with this Idempotency-Key is still being processed; retry shortly") from None
+
+
+@lru_cache(maxsize=4)
+def _idempotent_create(table_name: str, dynamodb: Any) -> tuple[Any, Any]:
+    # Built on the first keyed request only, once per client: the utility imports and wires a good deal.
+    from aws_lambda_powertools.utilities.idempotency import (
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent_function,
+    )
+    from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
+
+    config = IdempotencyConfig(expires_after_seconds=IDEMPOTENCY_TTL_SECONDS)
+    persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=dynamodb)
+
+    @idempotent_function(
+        data_keyword_argument="scope",
+        persistence_store=persistence,
+        config=config,
+        output_serializer=PydanticSerializer(model=CreateRunResponse),
+    )
+    def create(scope: IdempotencyScope, request: CreateRunRequest) -> CreateRunResponse:
+        return create_run(request, scope.account_id)
+
+    return create, config
 
 
 def canvas_name(prompt: str) -> str:
