@@ -1,12 +1,36 @@
-"""What a block implementation is given (its node, its inputs, the run) and what it gives back."""
+"""What a block implementation is given (its node, its inputs, the run, the providers) and what it gives back.
+
+Implementations call models through `ctx.complete(...)` and store files through `ctx.save_artifact(...)`, so
+that usage (models, tokens, searches, pages) and artifacts are recorded the same way for every block type.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from canvas_core.adapters.artifacts import ArtifactStore
+from canvas_core.clock import new_id
 from canvas_core.models.items import Artifact, NodeItem, RunItem, Source
-from canvas_core.providers.base import ModelProvider
+from canvas_core.providers.base import Completion, ModelProvider
+
+
+@dataclass
+class Usage:
+    """What a block consumed; credits are priced from it."""
+
+    models_used: list[str] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: list[tuple[str, int, int]] = field(default_factory=list)  # (model id, input tokens, output tokens)
+    searches: int = 0
+    pages_fetched: int = 0
+
+    def record(self, completion: Completion) -> None:
+        if completion.model_id not in self.models_used:
+            self.models_used.append(completion.model_id)
+        self.input_tokens += completion.input_tokens
+        self.output_tokens += completion.output_tokens
+        self.calls.append((completion.model_id, completion.input_tokens, completion.output_tokens))
 
 
 @dataclass
@@ -16,10 +40,14 @@ class BlockContext:
     inputs: list[NodeItem]
     files: ArtifactStore
     provider: ModelProvider
+    usage: Usage = field(default_factory=Usage)
 
     def material(self) -> str:
         """The inputs' outputs as one text, each under its block's name."""
         return "\n\n".join(f"## {n.name}\n{n.content or ''}".strip() for n in self.inputs)
+
+    def input_sources(self) -> list[Source]:
+        return [s for n in self.inputs for s in n.sources]
 
     def system_prompt(self) -> str:
         persona = self.node.persona or "Assistant"
@@ -27,6 +55,19 @@ class BlockContext:
         if self.run.agent_instructions:
             parts.append(f"Instructions from the requester: {self.run.agent_instructions}")
         return "\n".join(parts)
+
+    def complete(self, prompt: str, role: str = "writer", system: str | None = None) -> Completion:
+        """One model call, with this block's system prompt, recorded in its usage."""
+        completion = self.provider.complete(system=system or self.system_prompt(), prompt=prompt, role=role)
+        self.usage.record(completion)
+        return completion
+
+    def save_artifact(self, name: str, kind: str, data: bytes, content_type: str) -> Artifact:
+        """Store a file this block produced under the account and run; it becomes a downloadable artifact."""
+        artifact_id = new_id()
+        key = f"artifacts/{self.run.account_id}/{self.run.run_id}/{artifact_id}/{name}"
+        self.files.put(key, data, content_type)
+        return Artifact(id=artifact_id, type=kind, name=name, s3_key=key, size_bytes=len(data))
 
 
 @dataclass

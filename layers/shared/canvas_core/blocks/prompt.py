@@ -8,7 +8,5 @@ from canvas_core.blocks.context import BlockContext, BlockOutput
 def run(ctx: BlockContext) -> BlockOutput:
     task = ctx.node.instructions or ctx.run.prompt
     material = ctx.material()
-    prompt = f"{task}\n\nMaterial:\n{material}" if material else task
-    completion = ctx.provider.complete(system=ctx.system_prompt(), prompt=prompt, role="researcher")
-    sources = [s for n in ctx.inputs for s in n.sources]
-    return BlockOutput(content=completion.text, sources=sources, models_used=[completion.model_id])
+    completion = ctx.complete(f"{task}\n\nMaterial:\n{material}" if material else task, role="researcher")
+    return BlockOutput(content=completion.text, sources=ctx.input_sources())

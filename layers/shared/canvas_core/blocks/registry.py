@@ -1,5 +1,6 @@
-"""Which module implements each block type. Modules are imported only in the Lambda that runs them, so a
-block's heavy libraries never weigh on another function's cold start."""
+"""Which module implements each block type: `canvas_core/blocks/<type>.py`, with a `run(ctx) -> BlockOutput`.
+Modules are imported only in the Lambda that runs them, so a block's heavy libraries never weigh on another
+function's cold start. A type whose module is not there yet fails its blocks with a clear reason."""
 
 from __future__ import annotations
 
@@ -7,15 +8,24 @@ import importlib
 from collections.abc import Callable
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
+from canvas_core.models.catalog import BlockType
 
-IMPLEMENTATIONS: dict[str, str] = {
-    "prompt-block": "canvas_core.blocks.prompt",
-    "text-block": "canvas_core.blocks.text",
-    "file-block": "canvas_core.blocks.file",
-    "image-block": "canvas_core.blocks.image",
-}
+
+def module_name(block_type: str) -> str:
+    return "canvas_core.blocks." + block_type.removesuffix("-block").replace("-", "_")
+
+
+IMPLEMENTATIONS: dict[str, str] = {b.value: module_name(b.value) for b in BlockType}
 
 
 def implementation(block_type: str) -> Callable[[BlockContext], BlockOutput] | None:
-    module = IMPLEMENTATIONS.get(block_type)
-    return importlib.import_module(module).run if module else None
+    name = IMPLEMENTATIONS.get(block_type)
+    if name is None:
+        return None
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        raise
+    return module.run

@@ -78,7 +78,7 @@ def run_block(
         status=NodeStatus.COMPLETED.value,
         content=content,
         sources=output.sources,
-        models_used=output.models_used,
+        models_used=list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
         credits=output.credits,
         artifacts=output.artifacts,
         **({"url": output.url} if output.url else {}),
