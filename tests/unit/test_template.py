@@ -34,6 +34,8 @@ ORCHESTRATION_FUNCTIONS = {
     "PlanCanvasFunction": "functions/orchestration/plan_canvas",
     "FinalizeRunFunction": "functions/orchestration/finalize_run",
     "FailBlockFunction": "functions/orchestration/fail_block",
+    "WaitForInputsFunction": "functions/orchestration/wait_for_inputs",
+    "ReleaseDependentsFunction": "functions/orchestration/release_dependents",
     "FailRunFunction": "functions/orchestration/fail_run",
 }
 BLOCK_FUNCTIONS = {

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from canvas_core.adapters.store import Store
 from canvas_core.blocks.runner import record_block_failure
 from canvas_core.clock import now_ms
+from canvas_core.dataflow import wire
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunStatus, TaskStatus
 from canvas_core.models.items import Artifact, NodeItem, RunError
 from canvas_core.observability import logger
@@ -35,11 +37,18 @@ def plan_run(run_id: str, canvas_id: str, store: Store | None = None) -> dict[st
     _, nodes, _ = store.get_canvas(canvas_id)
     if not nodes:
         plan = plan_canvas(run)
+        wire(plan.nodes, plan.edges)
         store.put_tasks(plan.tasks)
         store.put_graph(plan.nodes, plan.edges, canvas_id)
         nodes = plan.nodes
         logger.info("Canvas planned", extra={"blocks": len(nodes), "edges": len(plan.edges)})
-    return {"blocks": [{"block_id": n.block_id, "block_type": n.type} for n in nodes]}
+    timeout = block_timeout_seconds()
+    return {"blocks": [{"block_id": n.block_id, "block_type": n.type, "timeout_seconds": timeout} for n in nodes]}
+
+
+def block_timeout_seconds() -> int:
+    """How long a block may run before the state machine gives up on it (a Lambda runs 900 s at most)."""
+    return int(os.environ.get("BLOCK_TIMEOUT_SECONDS", "900"))
 
 
 def fail_block(canvas_id: str, block_id: str, error: dict[str, Any] | None, store: Store | None = None) -> dict:

@@ -33,3 +33,14 @@ class Executions:
                 return f"{self.settings.state_machine_arn}:{run_id}"
             raise StorageError(f"StartExecution failed: {exc.response.get('Error', {}).get('Code')}") from exc
         return response["executionArn"]
+
+    def send_task_success(self, task_token: str, output: dict[str, Any]) -> bool:
+        """Resume a parked task. False when the task is no longer waiting (already resumed, or timed out)."""
+        try:
+            self.sfn.send_task_success(taskToken=task_token, output=json.dumps(output))
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist"):
+                return False
+            raise StorageError(f"SendTaskSuccess failed: {code}") from exc
+        return True

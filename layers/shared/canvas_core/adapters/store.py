@@ -234,6 +234,76 @@ class Store:
             return False
         return True
 
+    # Dataflow: each node counts its inputs that have ended and holds the token of its parked iteration.
+
+    def register_task_token(self, canvas_id: str, block_id: str, task_token: str) -> dict[str, Any]:
+        """Park a block: store its task token, and return the node as it is now (pending count included)."""
+        with _dynamodb_errors():
+            found = self.ddb.update_item(
+                TableName=self.settings.canvases_table,
+                Key=self._node_key(canvas_id, block_id),
+                UpdateExpression="SET task_token = :t",
+                ConditionExpression="attribute_exists(item_id)",
+                ExpressionAttributeValues=_values(t=task_token),
+                ReturnValues="ALL_NEW",
+            )
+        return _from_item(found["Attributes"])
+
+    def count_input_ended(self, canvas_id: str, block_id: str, input_id: str) -> dict[str, Any] | None:
+        """Count one ended input of a block, once per input (a retried release counts nothing twice).
+        Returns the node after the count, or None when that input had been counted already."""
+        try:
+            with _dynamodb_errors():
+                found = self.ddb.update_item(
+                    TableName=self.settings.canvases_table,
+                    Key=self._node_key(canvas_id, block_id),
+                    UpdateExpression="ADD ended_inputs :input SET pending_inputs = pending_inputs - :one",
+                    ConditionExpression="attribute_exists(item_id) AND NOT contains(ended_inputs, :id)",
+                    ExpressionAttributeValues={
+                        ":input": {"SS": [input_id]},
+                        ":id": {"S": input_id},
+                        ":one": {"N": "1"},
+                    },
+                    ReturnValues="ALL_NEW",
+                )
+        except ConditionFailed:
+            return None
+        return _from_item(found["Attributes"])
+
+    def get_node_item(self, canvas_id: str, block_id: str) -> dict[str, Any] | None:
+        with _dynamodb_errors():
+            found = self.ddb.get_item(
+                TableName=self.settings.canvases_table, Key=self._node_key(canvas_id, block_id), ConsistentRead=True
+            )
+        return _from_item(found["Item"]) if "Item" in found else None
+
+    def claim_release(self, canvas_id: str, block_id: str, released_at_ms: int) -> bool:
+        """True for exactly one caller: the one that may send the parked block's token."""
+        try:
+            with _dynamodb_errors():
+                self.ddb.update_item(
+                    TableName=self.settings.canvases_table,
+                    Key=self._node_key(canvas_id, block_id),
+                    UpdateExpression="SET released_at_ms = :now",
+                    ConditionExpression="attribute_not_exists(released_at_ms) AND attribute_exists(task_token)",
+                    ExpressionAttributeValues=_values(now=released_at_ms),
+                )
+        except ConditionFailed:
+            return False
+        return True
+
+    def unclaim_release(self, canvas_id: str, block_id: str) -> None:
+        with _dynamodb_errors():
+            self.ddb.update_item(
+                TableName=self.settings.canvases_table,
+                Key=self._node_key(canvas_id, block_id),
+                UpdateExpression="REMOVE released_at_ms",
+            )
+
+    @staticmethod
+    def _node_key(canvas_id: str, block_id: str) -> dict[str, Any]:
+        return {"canvas_id": {"S": canvas_id}, "item_id": {"S": NODE_PREFIX + block_id}}
+
     # Tasks
 
     def put_tasks(self, tasks: list[TaskItem]) -> None:

@@ -72,9 +72,11 @@ def run_block(
     content = output.content
     if len(content) > MAX_CONTENT_CHARS:
         content = content[:MAX_CONTENT_CHARS] + "\n\n[truncated]"
-    store.update_node(
+    # Only from `running`: a block the state machine timed out (now `error`) stays failed if it ends late.
+    finished = store.update_node(
         block.canvas_id,
         node.block_id,
+        expect_status=[NodeStatus.RUNNING.value],
         status=NodeStatus.COMPLETED.value,
         content=content,
         sources=output.sources,
@@ -83,6 +85,9 @@ def run_block(
         artifacts=output.artifacts,
         **({"url": output.url} if output.url else {}),
     )
+    if not finished:
+        logger.warning("Block ended after it was recorded as failed; its output is dropped")
+        return BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
     store.set_task_status(block.canvas_id, tool_call_task_id(block.canvas_id, node.block_id), TaskStatus.COMPLETED)
     store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.COMPLETED)
     logger.info("Block completed", extra={"content_chars": len(content)})

@@ -81,6 +81,9 @@ class NodeItem(Model):
     url: str | None = None
     sources: list[Source] = Field(default_factory=list)
     inputs: list[str] = Field(default_factory=list)
+    # Dataflow bookkeeping (canvas_core/dataflow.py): who reads this block, and how many inputs are still running.
+    dependents: list[str] = Field(default_factory=list)
+    pending_inputs: int = 0
     upload_id: str | None = None
     instructions: str | None = None
     persona: str | None = None

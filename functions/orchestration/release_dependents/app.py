@@ -1,0 +1,12 @@
+"""Release Dependents: count an ended block as an input of each block reading it, and release those ready."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from canvas_core.dataflow import release_dependents
+from canvas_core.observability import logger, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    return release_dependents(event["canvas_id"], event["block_id"])

@@ -1,0 +1,12 @@
+"""Wait For Inputs: park a block's iteration (its task token) until all of its input blocks have ended."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from canvas_core.dataflow import register_wait
+from canvas_core.observability import logger, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    return register_wait(event["canvas_id"], event["block_id"], event["task_token"])
