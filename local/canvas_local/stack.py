@@ -16,6 +16,7 @@ import boto3
 from moto.server import ThreadedMotoServer
 
 from canvas_local import moto_patch
+from canvas_local.events import ExecutionWatcher
 from canvas_local.frontdoor import FrontDoor
 from canvas_local.lambda_runtime import REGION, LocalFunction
 from canvas_local.template import FunctionSpec, Template, TemplateError
@@ -77,6 +78,7 @@ class LocalStack:
 
         self._moto: ThreadedMotoServer | None = None
         self._front_door: FrontDoor | None = None
+        self._watcher: ExecutionWatcher | None = None
         self._saved_environ: dict[str, str | None] = {}
 
     # -------------------------------------------------- what clients and tests need
@@ -145,12 +147,16 @@ class LocalStack:
             moto_patch.install(self._resolve_function)
             self._seed_accounts()
             self._start_front_door()
+            self._start_watcher()
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
         if self._front_door is not None:
             self._front_door.stop()
             self._front_door = None
@@ -163,6 +169,16 @@ class LocalStack:
             self._moto.stop()
             self._moto = None
         self._restore_environment()
+
+    def _start_watcher(self) -> None:
+        """EventBridge's part: each execution that ends reaches the rules of template.yaml that match it."""
+        self._watcher = ExecutionWatcher(
+            self.client("stepfunctions"),
+            list(self.state_machine_arns.values()),
+            self.template.event_rules(),
+            lambda function, event: self.functions[function].invoke(event),
+        )
+        self._watcher.start()
 
     def _resolve_function(self, name: str) -> LocalFunction | None:
         return self.functions.get(name)

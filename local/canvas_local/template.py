@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from canvas_local.events import EventRule
 from canvas_local.lambda_runtime import ACCOUNT_ID, REGION, Handler, LocalFunction, function_arn
 
 STACK_NAME = "canvas-local"
@@ -227,6 +228,15 @@ class Template:
             ApiRoute(str(event["Properties"]["Method"]).upper(), str(event["Properties"]["Path"]), logical_id)
             for event in events.values()
             if event.get("Type") == "Api"
+        ]
+
+    def event_rules(self) -> list[EventRule]:
+        """The functions' EventBridge rules (SAM `EventBridgeRule` events), patterns resolved."""
+        return [
+            EventRule(lid, self.resolve(event["Properties"]["Pattern"]))
+            for lid in self.of_type("AWS::Serverless::Function")
+            for event in (self.properties(lid).get("Events") or {}).values()
+            if event.get("Type") == "EventBridgeRule"
         ]
 
     def routes(self) -> list[ApiRoute]:

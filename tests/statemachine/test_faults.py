@@ -1,0 +1,115 @@
+"""Faults injected into runs executed by the real state machine: each run ends in its documented state and
+nothing is left `running`. Block behaviour is scripted in-process (bench/dags.py); the ASL, the dataflow
+release, the block runner and the EventBridge rule are the real ones."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from bench.dags import Block, Dag, scripted
+from canvas_core.adapters.store import Store
+from canvas_core.auth import authenticate
+from canvas_core.models.api import CreateRunRequest
+from canvas_core.runs import create_run
+
+pytestmark = [pytest.mark.statemachine, pytest.mark.timeout(120)]
+
+
+def run_to_end(stack, prompt: str, timeout: float = 60):
+    account_id = authenticate({"X-API-KEY": stack.api_keys[0]})
+    created = create_run(CreateRunRequest(prompt=prompt, template="auto"), account_id)
+    arn = stack.state_machine_arns["RunCanvasStateMachine"].replace(":stateMachine:", ":execution:")
+    execution = stack.wait_for_execution(f"{arn}:{created.run_id}", timeout=timeout)
+    return created, execution
+
+
+def settled(run_id: str, timeout: float = 10):
+    """The run once it has left `running` (the EventBridge stand-in delivers within a poll or two)."""
+    deadline = time.monotonic() + timeout
+    while (run := Store().get_run(run_id)).status.value == "running" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return run
+
+
+def nothing_running(canvas_id: str) -> None:
+    _, nodes, _ = Store().get_canvas(canvas_id)
+    assert {n.status.value for n in nodes} <= {"completed", "error", "skipped"}
+    assert {t.status.value for t in Store().get_tasks(canvas_id)} <= {"completed", "error"}
+
+
+def test_a_block_that_fails_once_is_retried_and_the_run_completes(local_stack):
+    # Given a -> b, where b fails once with a passing error
+    dag = Dag([Block(0.05), Block(0.05, fail="once")], [(0, 1)])
+    with scripted({"fails once": dag}) as script:
+        # When
+        created, execution = run_to_end(local_stack, "fails once")
+    # Then
+    assert execution["status"] == "SUCCEEDED"
+    run = Store().get_run(created.run_id)
+    assert run.status.value == "completed"
+    assert sorted(script.attempts.values()) == [1, 2]
+    nothing_running(created.canvas_id)
+
+
+def test_a_block_that_always_fails_ends_the_run_partial_without_running_its_dependents(local_stack):
+    # Given a -> b -> c and a -> d, where b always fails
+    dag = Dag([Block(0.05), Block(0.05, fail="always"), Block(0.05), Block(0.05)], [(0, 1), (1, 2), (0, 3)])
+    with scripted({"always fails": dag}) as script:
+        created, execution = run_to_end(local_stack, "always fails")
+    assert execution["status"] == "SUCCEEDED"
+    run = Store().get_run(created.run_id)
+    assert run.status.value == "partial"
+    _, nodes, _ = Store().get_canvas(created.canvas_id)
+    assert [n.status.value for n in nodes] == ["completed", "error", "skipped", "completed"]
+    # The dependent never ran: the runner skipped it before its behaviour was called
+    assert nodes[2].block_id not in script.attempts
+    assert {e.block_id for e in run.errors} == {nodes[1].block_id, nodes[2].block_id}
+    assert "failed on purpose" in next(e.error for e in run.errors if e.block_id == nodes[1].block_id)
+    nothing_running(created.canvas_id)
+
+
+def test_a_block_that_hangs_is_timed_out(local_stack, monkeypatch):
+    # Given a block that never answers, with a 2-second block limit
+    monkeypatch.setenv("BLOCK_TIMEOUT_SECONDS", "2")
+    dag = Dag([Block(0.05), Block(hang=True), Block(0.05)], [(0, 1), (1, 2)])
+    with scripted({"hangs": dag}):
+        created, execution = run_to_end(local_stack, "hangs")
+    # Then the state machine gave up on it, and its dependent was skipped
+    assert execution["status"] == "SUCCEEDED"
+    run = Store().get_run(created.run_id)
+    assert run.status.value == "partial"
+    _, nodes, _ = Store().get_canvas(created.canvas_id)
+    assert [n.status.value for n in nodes] == ["completed", "error", "skipped"]
+    assert nodes[1].error == "The block timed out"
+    nothing_running(created.canvas_id)
+
+
+def test_an_execution_aborted_from_outside_fails_the_run(local_stack):
+    # Given a run whose second block takes long
+    dag = Dag([Block(0.05), Block(hang=True), Block(0.05)], [(0, 1), (1, 2)])
+    with scripted({"aborted": dag}) as script:
+        account_id = authenticate({"X-API-KEY": local_stack.api_keys[0]})
+        created = create_run(CreateRunRequest(prompt="aborted", template="auto"), account_id)
+        sfn = local_stack.client("stepfunctions")
+        arn = local_stack.state_machine_arns["RunCanvasStateMachine"].replace(":stateMachine:", ":execution:")
+        execution_arn = f"{arn}:{created.run_id}"
+        deadline = time.monotonic() + 30
+        while len(script.started) < 2:
+            assert time.monotonic() < deadline, "the slow block never started"
+            time.sleep(0.05)
+        # When an operator stops the execution (moto ends it once the task it is blocked on returns)
+        sfn.stop_execution(executionArn=execution_arn, error="Operator", cause="stopped by hand")
+        script.release()
+        ended = local_stack.wait_for_execution(execution_arn, timeout=30)
+        run = settled(created.run_id)
+    # Then the EventBridge rule's target ended the run with the reason, and nothing is left running
+    assert ended["status"] in ("ABORTED", "FAILED")
+    assert run.status.value in ("failed", "partial")
+    reasons = {"ABORTED": "The run was stopped before it finished", "FAILED": "The run's execution failed"}
+    assert run.errors[0].error == reasons[ended["status"]]
+    _, nodes, _ = Store().get_canvas(created.canvas_id)
+    assert nodes[0].status.value == "completed"
+    assert nodes[2].status.value != "completed"
+    nothing_running(created.canvas_id)
