@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from bench import cold_import
+from bench import cold_import, makespan
 
-BENCHMARKS = {"cold_import": cold_import.main}
+BENCHMARKS = {"cold_import": cold_import.main, "makespan": makespan.main}
 
 
 def main() -> None:

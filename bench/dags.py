@@ -117,6 +117,7 @@ class Script:
     def __init__(self) -> None:
         self.attempts: dict[str, int] = {}
         self.started: dict[str, float] = {}
+        self.finished: dict[str, float] = {}
         self._released = threading.Event()
         self._lock = threading.Lock()
 
@@ -133,6 +134,7 @@ class Script:
         if block.fail == "once" and attempt == 1:
             raise BlockRetryableError(f"{ctx.node.name} failed once on purpose")
         time.sleep(block.seconds)
+        self.finished[ctx.node.block_id] = time.monotonic()
         return BlockOutput(content=f"{ctx.node.name} done after {block.seconds}s")
 
     def release(self) -> None:

@@ -122,13 +122,13 @@ def test_unknown_task_is_404(aws, account, function, context):
     assert (status, body) == (404, {"success": False, "error": f"Task not found: {task_id}"})
 
 
-def test_unavailable_block_type_fails_the_run_with_a_clear_error(aws, account, function, context):
-    # Given a run restricted to a block type this deployment cannot run yet
+def test_a_block_type_without_an_implementation_fails_the_run_with_a_clear_error(
+    aws, account, function, context, monkeypatch
+):
+    # Given a deployment whose document-block has no implementation
+    monkeypatch.setattr("canvas_core.blocks.runner.implementation", lambda block_type: None)
     created = start_run(
-        function,
-        context,
-        account.api_key,
-        body="prompt=Write+a+report&blocks=%5B%22document-block%22%5D",
+        function, context, account.api_key, body="prompt=Write+a+report&blocks=%5B%22document-block%22%5D"
     )
     # When
     drive(function, context, account.account_id, created)
@@ -137,24 +137,32 @@ def test_unavailable_block_type_fails_the_run_with_a_clear_error(aws, account, f
     data = body["data"]
     assert data["status"] == "failed"
     assert "result" not in data
-    [error] = data["errors"]
-    assert error["block_type"] == "document-block"
+    [error] = [e for e in data["errors"] if e.get("block_type") == "document-block"]
     assert "not available in this deployment yet" in error["error"]
     assert error["recoverable"] is False
 
 
-def test_failed_input_skips_dependents_and_keeps_finished_work(aws, account, function, context):
-    # Given a run with an uploaded PDF (file-block cannot read PDF yet) and a text file
+def test_failed_input_skips_dependents_and_keeps_finished_work(aws, account, function, context, monkeypatch):
+    # Given a run with two text files, the second of which its file-block cannot read
     import base64
 
+    from canvas_core.blocks import registry
+    from canvas_core.blocks.context import BlockOutput
+    from canvas_core.errors import BlockFatalError
     from tests.support import multipart
 
+    def file_block(ctx):
+        if ctx.node.name == "b.txt":
+            raise BlockFatalError("b.txt could not be read")
+        return BlockOutput(content="The sky is blue on clear days, as everyone knows.")
+
+    real = registry.implementation
+    monkeypatch.setattr(
+        "canvas_core.blocks.runner.implementation", lambda t: file_block if t == "file-block" else real(t)
+    )
     content_type, body = multipart(
-        {"prompt": "Compare the two files"},
-        [
-            ("a.txt", b"The sky is blue on clear days, as everyone knows.", "text/plain"),
-            ("b.pdf", b"%PDF-1.4\n%fake but well-headed\n", "application/pdf"),
-        ],
+        {"prompt": "Compare the two files", "blocks": '["prompt-block","text-block"]'},
+        [("a.txt", b"The sky is blue.", "text/plain"), ("b.txt", b"Unreadable.", "text/plain")],
     )
     created = start_run(
         function,
@@ -166,7 +174,7 @@ def test_failed_input_skips_dependents_and_keeps_finished_work(aws, account, fun
     )
     # When
     drive(function, context, account.account_id, created)
-    # Then the file blocks ran, the PDF one failed, and the answer blocks that needed it were skipped
+    # Then the readable file's block ran, the other failed, and the answer blocks that needed it were skipped
     _, nodes, _ = Store().get_canvas(created["canvas_id"])
     assert [(n.type, n.status.value) for n in nodes] == [
         ("file-block", "completed"),
@@ -179,7 +187,7 @@ def test_failed_input_skips_dependents_and_keeps_finished_work(aws, account, fun
     assert data["status"] == "partial"
     assert "The sky is blue" in data["result"]["final_output"]
     assert {e["block_type"] for e in data["errors"]} == {"file-block", "prompt-block", "text-block"}
-    assert any("Reading .pdf files is not supported yet" in e["error"] for e in data["errors"])
+    assert any(e["error"].endswith("b.txt could not be read") for e in data["errors"])
 
 
 def test_execution_timeout_marks_the_run_failed_and_nothing_running(aws, account, function, context):

@@ -50,7 +50,8 @@ def _dynamodb_errors() -> Iterator[None]:
         yield
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
-        if code == "ConditionalCheckFailedException":
+        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+        if code == "ConditionalCheckFailedException" or "ConditionalCheckFailed" in reasons:
             raise ConditionFailed(str(exc)) from exc
         raise StorageError(f"DynamoDB {code}: {exc.response.get('Error', {}).get('Message', '')}") from exc
 
@@ -234,6 +235,109 @@ class Store:
             return False
         return True
 
+    # A block's own writes, each one transaction: its node and its tasks move together.
+
+    def start_block(self, canvas_id: str, block_id: str, tool_call_task: TaskItem) -> None:
+        """Node `running` and its tool-call task, in one write."""
+        self._transact(
+            [
+                {
+                    "Update": {
+                        "TableName": self.settings.canvases_table,
+                        "Key": self._node_key(canvas_id, block_id),
+                        "UpdateExpression": "SET #s = :running",
+                        "ConditionExpression": "attribute_exists(item_id)",
+                        "ExpressionAttributeNames": {"#s": "status"},
+                        "ExpressionAttributeValues": _values(running="running"),
+                    }
+                },
+                {"Put": {"TableName": self.settings.tasks_table, "Item": _to_item(tool_call_task)}},
+            ]
+        )
+
+    def complete_block(
+        self, canvas_id: str, block_id: str, task_ids: list[str], debit_account: str | None = None, **fields: Any
+    ) -> bool:
+        """Node `completed` with its output, and its tasks `completed`, in one write; only from `running`
+        (False otherwise: a block recorded as failed meanwhile stays failed). With `debit_account`, the same
+        write takes the node's `credits` off that account, so a block is charged exactly once."""
+        fields = {**fields, "status": "completed"}
+        names = {f"#{k}": k for k in fields} | {"#cur": "status"}
+        node_update = {
+            "Update": {
+                "TableName": self.settings.canvases_table,
+                "Key": self._node_key(canvas_id, block_id),
+                "UpdateExpression": "SET " + ", ".join(f"#{k} = :{k}" for k in fields),
+                "ConditionExpression": "#cur = :running",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": _values(**_jsonable(fields), running="running"),
+            }
+        }
+        task_updates = [
+            {
+                "Update": {
+                    "TableName": self.settings.tasks_table,
+                    "Key": {"canvas_id": {"S": canvas_id}, "task_id": {"S": task_id}},
+                    "UpdateExpression": "SET #s = :completed",
+                    "ConditionExpression": "attribute_exists(task_id)",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": _values(completed="completed"),
+                }
+            }
+            for task_id in task_ids
+        ]
+        debit = self._debit(debit_account, int(fields.get("credits") or 0)) if debit_account else []
+        try:
+            self._transact([node_update, *task_updates, *debit])
+        except ConditionFailed as exc:
+            if not debit or "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+                return False
+            # Only the account was missing: keep the block's work, uncharged.
+            self._transact([node_update, *task_updates])
+        return True
+
+    def _debit(self, account_id: str, credits: int) -> list[dict[str, Any]]:
+        """The transaction item that takes `credits` off an account's balance (server-side, so concurrent debits
+        add up); nothing for zero credits. The balance may go below zero by what was already running."""
+        if credits <= 0:
+            return []
+        return [
+            {
+                "Update": {
+                    "TableName": self.settings.accounts_table,
+                    "Key": {"account_id": {"S": account_id}},
+                    "UpdateExpression": "SET credits_balance = credits_balance - :credits",
+                    "ConditionExpression": "attribute_exists(account_id)",
+                    "ExpressionAttributeValues": _values(credits=credits),
+                }
+            }
+        ]
+
+    def record_planning(self, run_id: str, account_id: str, models_used: list[str], credits: int) -> bool:
+        """Store what planning used on the run and take its credits off the account, in one write, once per run
+        (False when a retried step finds it recorded)."""
+        run_update = {
+            "Update": {
+                "TableName": self.settings.runs_table,
+                "Key": {"run_id": {"S": run_id}},
+                "UpdateExpression": "SET planning_models_used = :models, planning_credits = :credits",
+                "ConditionExpression": "attribute_exists(run_id) AND attribute_not_exists(planning_credits)",
+                "ExpressionAttributeValues": _values(models=models_used, credits=credits),
+            }
+        }
+        debit = self._debit(account_id, credits)
+        try:
+            self._transact([run_update, *debit])
+        except ConditionFailed as exc:
+            if not debit or "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+                return False
+            self._transact([run_update])
+        return True
+
+    def _transact(self, items: list[dict[str, Any]]) -> None:
+        with _dynamodb_errors():
+            self.ddb.transact_write_items(TransactItems=items)
+
     # Dataflow: each node counts its inputs that have ended and holds the token of its parked iteration.
 
     def register_task_token(self, canvas_id: str, block_id: str, task_token: str) -> dict[str, Any]:
@@ -354,6 +458,13 @@ class Store:
                 with _dynamodb_errors():
                     response = self.ddb.batch_write_item(RequestItems=request)
                 request = response.get("UnprocessedItems") or None
+
+
+def _cancellation_reasons(exc: ConditionFailed) -> list[str | None]:
+    """The codes of a cancelled transaction's items, in order (empty when it was not a transaction)."""
+    cause = exc.__cause__
+    reasons = cause.response.get("CancellationReasons", []) if isinstance(cause, ClientError) else []
+    return [r.get("Code") for r in reasons]
 
 
 def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:

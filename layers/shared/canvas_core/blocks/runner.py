@@ -10,9 +10,10 @@ from canvas_core.blocks.registry import implementation
 from canvas_core.errors import BlockFatalError, BlockRetryableError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, TaskStatus, TaskType
-from canvas_core.models.items import NodeItem, TaskItem
+from canvas_core.models.items import NodeItem, RunItem, TaskItem
 from canvas_core.observability import logger
-from canvas_core.planner import persona_task_id, tool_call_task_id
+from canvas_core.planner import persona_task_id, tool_call_task_id, tool_call_tasks
+from canvas_core.pricing import balance_refusal, block_credits
 from canvas_core.providers import ModelProvider, get_provider
 
 MAX_CONTENT_CHARS = 200_000
@@ -42,7 +43,7 @@ def run_block(
         logger.info("Block skipped", extra={"reason": reason})
         return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
 
-    run = store.get_run(block.run_id)
+    run = _run(store, block.run_id)
     if run is None:
         raise BlockFatalError(f"Run {block.run_id} not found")
     behaviour = implementation(node.type)
@@ -51,8 +52,14 @@ def run_block(
         record_block_failure(store, block.canvas_id, node.block_id, reason)
         raise BlockFatalError(reason)
 
-    store.update_node(block.canvas_id, node.block_id, status=NodeStatus.RUNNING.value)
-    store.put_tasks([_tool_call_task(node)])
+    refusal = balance_refusal(store.get_account(run.account_id))
+    if refusal:
+        store.update_node(block.canvas_id, node.block_id, status=NodeStatus.SKIPPED.value, error=refusal)
+        store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
+        logger.info("Block skipped", extra={"reason": refusal})
+        return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
+
+    store.start_block(block.canvas_id, node.block_id, _tool_call_task(node))
     ctx = BlockContext(
         run=run, node=node, inputs=inputs, files=files or ArtifactStore(), provider=provider or get_provider()
     )
@@ -73,23 +80,22 @@ def run_block(
     if len(content) > MAX_CONTENT_CHARS:
         content = content[:MAX_CONTENT_CHARS] + "\n\n[truncated]"
     # Only from `running`: a block the state machine timed out (now `error`) stays failed if it ends late.
-    finished = store.update_node(
+    finished = store.complete_block(
         block.canvas_id,
         node.block_id,
-        expect_status=[NodeStatus.RUNNING.value],
-        status=NodeStatus.COMPLETED.value,
+        [tool_call_task_id(block.canvas_id, node.block_id), persona_task_id(block.canvas_id, node.block_id)],
         content=content,
         sources=output.sources,
         models_used=list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
-        credits=output.credits,
+        credits=block_credits(ctx.usage, output),
+        debit_account=run.account_id,
         artifacts=output.artifacts,
         **({"url": output.url} if output.url else {}),
     )
     if not finished:
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
         return BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
-    store.set_task_status(block.canvas_id, tool_call_task_id(block.canvas_id, node.block_id), TaskStatus.COMPLETED)
-    store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.COMPLETED)
+    store.put_tasks(tool_call_tasks(node, ctx.usage))
     logger.info("Block completed", extra={"content_chars": len(content)})
     return BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
 
@@ -101,6 +107,22 @@ def record_block_failure(store: Store, canvas_id: str, block_id: str, reason: st
         store.set_task_status(canvas_id, tool_call_task_id(canvas_id, block_id), TaskStatus.ERROR)
         store.set_task_status(canvas_id, persona_task_id(canvas_id, block_id), TaskStatus.ERROR)
         logger.warning("Block failed", extra={"block_id": block_id, "reason": reason})
+
+
+def _run(store: Store, run_id: str) -> RunItem | None:
+    """The run a block belongs to; what blocks read of it (prompt, instructions, uploads) never changes,
+    so a container keeps the runs it has read."""
+    run = _runs.get(run_id)
+    if run is None:
+        run = store.get_run(run_id)
+        if run is not None:
+            if len(_runs) >= 64:
+                _runs.pop(next(iter(_runs)))
+            _runs[run_id] = run
+    return run
+
+
+_runs: dict[str, RunItem] = {}
 
 
 def _load_node(store: Store, block: BlockInput) -> NodeItem:
