@@ -131,4 +131,3 @@ class ExecutionWatcher:
                 self.poll()
             except Exception:  # the watcher must outlive a failed poll, as EventBridge outlives a failed target
                 LOG.exception("Execution watcher pass failed")
-

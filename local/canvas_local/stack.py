@@ -145,6 +145,7 @@ class LocalStack:
             self._provision(state_machines)
             self.functions = {spec.logical_id: spec.local_function() for spec in specs}
             moto_patch.install(self._resolve_function)
+            moto_patch.install_item_level_transactions()
             self._seed_accounts()
             self._start_front_door()
             self._start_watcher()
@@ -163,6 +164,7 @@ class LocalStack:
         if self._moto is not None:
             self._stop_running_executions()
         moto_patch.uninstall(self._resolve_function)
+        moto_patch.uninstall_item_level_transactions()
         if self._moto is not None:
             moto_patch.disable_state_machine_execution(self.endpoint_url)
             moto_patch.reset_backends(self.endpoint_url)

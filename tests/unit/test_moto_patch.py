@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda import (
@@ -248,3 +249,109 @@ def test_an_unknown_function_fails_like_lambda_resource_not_found(sfn, functions
     # Then the error is the one AWS reports for a missing function
     assert result["error"]["Error"] == "Lambda.ResourceNotFoundException"
     assert "MissingFunction" in result["error"]["Cause"]
+
+
+# ---------------------------------------------------------------- item-level DynamoDB transactions
+
+
+@pytest.fixture
+def transactions_table():
+    from moto import mock_aws
+
+    with mock_aws():
+        moto_patch.install_item_level_transactions()
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        try:
+            yield ddb
+        finally:
+            moto_patch.uninstall_item_level_transactions()
+
+
+def _items(ddb):
+    return {i["k"]["S"]: i for i in ddb.scan(TableName="t")["Items"]}
+
+
+def test_the_transaction_seam_is_where_the_patch_expects_it():
+    from moto.dynamodb.models import DynamoDBBackend
+
+    assert list(inspect.signature(moto_patch._ORIGINAL_TRANSACT).parameters) == ["self", "transact_items"]
+    assert DynamoDBBackend.transact_write_items is moto_patch._ORIGINAL_TRANSACT
+
+
+def test_a_transaction_writes_all_its_items(transactions_table):
+    ddb = transactions_table
+    ddb.put_item(TableName="t", Item={"k": {"S": "a"}, "n": {"N": "5"}})
+    ddb.transact_write_items(
+        TransactItems=[
+            {
+                "Update": {
+                    "TableName": "t",
+                    "Key": {"k": {"S": "a"}},
+                    "UpdateExpression": "SET n = n - :one",
+                    "ConditionExpression": "n >= :one",
+                    "ExpressionAttributeValues": {":one": {"N": "1"}},
+                }
+            },
+            {"Put": {"TableName": "t", "Item": {"k": {"S": "b"}}}},
+        ]
+    )
+    assert _items(ddb)["a"]["n"] == {"N": "4"} and "b" in _items(ddb)
+
+
+def test_a_failed_condition_writes_nothing_and_names_the_reason(transactions_table):
+    ddb = transactions_table
+    ddb.put_item(TableName="t", Item={"k": {"S": "a"}, "n": {"N": "0"}})
+    with pytest.raises(ClientError) as caught:
+        ddb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": "t", "Item": {"k": {"S": "b"}}}},
+                {
+                    "Update": {
+                        "TableName": "t",
+                        "Key": {"k": {"S": "a"}},
+                        "UpdateExpression": "SET n = n - :one",
+                        "ConditionExpression": "n >= :one",
+                        "ExpressionAttributeValues": {":one": {"N": "1"}},
+                    }
+                },
+            ]
+        )
+    assert caught.value.response["Error"]["Code"] == "TransactionCanceledException"
+    reasons = [r["Code"] for r in caught.value.response["CancellationReasons"]]
+    assert reasons == ["None", "ConditionalCheckFailed"]
+    assert set(_items(ddb)) == {"a"} and _items(ddb)["a"]["n"] == {"N": "0"}
+
+
+def test_a_failure_while_writing_rolls_back_the_items_already_written(transactions_table):
+    ddb = transactions_table
+    ddb.put_item(TableName="t", Item={"k": {"S": "a"}, "n": {"N": "1"}})
+    with pytest.raises(ClientError):
+        ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": "t",
+                        "Key": {"k": {"S": "a"}},
+                        "UpdateExpression": "SET n = :two",
+                        "ExpressionAttributeValues": {":two": {"N": "2"}},
+                    }
+                },
+                {"Put": {"TableName": "t", "Item": {"k": {"S": "c"}}}},
+                # Adding a number to a string fails only when applied.
+                {
+                    "Update": {
+                        "TableName": "t",
+                        "Key": {"k": {"S": "c"}},
+                        "UpdateExpression": "ADD k :one",
+                        "ExpressionAttributeValues": {":one": {"N": "1"}},
+                    }
+                },
+            ]
+        )
+    assert set(_items(ddb)) == {"a"} and _items(ddb)["a"]["n"] == {"N": "1"}

@@ -9,4 +9,4 @@ from canvas_core.observability import logger, tracer
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict, context: LambdaContext) -> dict:
-    return release_dependents(event["canvas_id"], event["block_id"])
+    return release_dependents(event["canvas_id"], event["block_id"], event.get("dependents"))

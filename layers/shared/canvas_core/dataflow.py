@@ -44,14 +44,21 @@ def register_wait(
 
 
 def release_dependents(
-    canvas_id: str, block_id: str, store: Store | None = None, executions: Executions | None = None
+    canvas_id: str,
+    block_id: str,
+    dependents: list[str] | None = None,
+    store: Store | None = None,
+    executions: Executions | None = None,
 ) -> dict[str, Any]:
+    """Count `block_id` as ended for each of its dependents (given by the state machine, else read)."""
     store, executions = store or Store(), executions or Executions()
-    node = store.get_node_item(canvas_id, block_id)
-    if node is None:
-        raise ValueError(f"Block {block_id} not found on canvas {canvas_id}")
+    if dependents is None:
+        node = store.get_node_item(canvas_id, block_id)
+        if node is None:
+            raise ValueError(f"Block {block_id} not found on canvas {canvas_id}")
+        dependents = node.get("dependents", [])
     released = []
-    for dependent_id in node.get("dependents", []):
+    for dependent_id in dependents:
         dependent = store.count_input_ended(canvas_id, dependent_id, block_id)
         if dependent is None:
             # Counted by an earlier attempt of this step; the release may still be owed.

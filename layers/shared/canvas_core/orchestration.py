@@ -43,7 +43,18 @@ def plan_run(run_id: str, canvas_id: str, store: Store | None = None) -> dict[st
         nodes = plan.nodes
         logger.info("Canvas planned", extra={"blocks": len(nodes), "edges": len(plan.edges)})
     timeout = block_timeout_seconds()
-    return {"blocks": [{"block_id": n.block_id, "block_type": n.type, "timeout_seconds": timeout} for n in nodes]}
+    # Ids only: each iteration carries what it reads and releases, never outputs.
+    blocks = [
+        {
+            "block_id": n.block_id,
+            "block_type": n.type,
+            "inputs": n.inputs,
+            "dependents": n.dependents,
+            "timeout_seconds": timeout,
+        }
+        for n in nodes
+    ]
+    return {"blocks": blocks}
 
 
 def block_timeout_seconds() -> int:

@@ -12,8 +12,7 @@ from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, TaskStatus, TaskType
 from canvas_core.models.items import NodeItem, RunItem, TaskItem
 from canvas_core.observability import logger
-from canvas_core.planner import persona_task_id, tool_call_task_id, tool_call_tasks
-from canvas_core.pricing import balance_refusal, block_credits
+from canvas_core.planner import persona_task_id, tool_call_task_id
 from canvas_core.providers import ModelProvider, get_provider
 
 MAX_CONTENT_CHARS = 200_000
@@ -30,11 +29,14 @@ def run_block(
     logger.append_keys(run_id=block.run_id, block_id=block.block_id, block_type=block.block_type)
     if block.block_type != expected_type:
         raise BlockFatalError(f"Block {block.block_id} is a {block.block_type}, not a {expected_type}")
-    node = _load_node(store, block)
+    node, inputs = _load_node(store, block)
     if node.status in TERMINAL_NODE_STATUSES:
+        if node.status == NodeStatus.COMPLETED:
+            # A retry after a crash between the node's write and its tasks' finishes the tasks.
+            for task_id in _task_ids(block.canvas_id, node.block_id):
+                store.set_task_status(block.canvas_id, task_id, TaskStatus.COMPLETED)
         return BlockResult(block_id=node.block_id, status=node.status.value)
 
-    inputs = store.get_nodes(block.canvas_id, node.inputs)
     unfinished = [n for n in inputs if n.status != NodeStatus.COMPLETED]
     if unfinished:
         reason = f"Skipped: its input '{unfinished[0].name}' did not complete"
@@ -51,13 +53,6 @@ def run_block(
         reason = f"The {node.type} block type is not available in this deployment yet"
         record_block_failure(store, block.canvas_id, node.block_id, reason)
         raise BlockFatalError(reason)
-
-    refusal = balance_refusal(store.get_account(run.account_id))
-    if refusal:
-        store.update_node(block.canvas_id, node.block_id, status=NodeStatus.SKIPPED.value, error=refusal)
-        store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
-        logger.info("Block skipped", extra={"reason": refusal})
-        return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
 
     store.start_block(block.canvas_id, node.block_id, _tool_call_task(node))
     ctx = BlockContext(
@@ -83,19 +78,17 @@ def run_block(
     finished = store.complete_block(
         block.canvas_id,
         node.block_id,
-        [tool_call_task_id(block.canvas_id, node.block_id), persona_task_id(block.canvas_id, node.block_id)],
+        _task_ids(block.canvas_id, node.block_id),
         content=content,
         sources=output.sources,
         models_used=list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
-        credits=block_credits(ctx.usage, output),
-        debit_account=run.account_id,
+        credits=output.credits,
         artifacts=output.artifacts,
         **({"url": output.url} if output.url else {}),
     )
     if not finished:
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
         return BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
-    store.put_tasks(tool_call_tasks(node, ctx.usage))
     logger.info("Block completed", extra={"content_chars": len(content)})
     return BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
 
@@ -125,11 +118,20 @@ def _run(store: Store, run_id: str) -> RunItem | None:
 _runs: dict[str, RunItem] = {}
 
 
-def _load_node(store: Store, block: BlockInput) -> NodeItem:
-    found = store.get_nodes(block.canvas_id, [block.block_id])
-    if not found:
+def _load_node(store: Store, block: BlockInput) -> tuple[NodeItem, list[NodeItem]]:
+    """The block's node and its input nodes, in one read when the state machine named the inputs."""
+    wanted = [block.block_id, *(block.inputs or [])]
+    found = {n.block_id: n for n in store.get_nodes(block.canvas_id, wanted)}
+    node = found.get(block.block_id)
+    if node is None:
         raise BlockFatalError(f"Block {block.block_id} not found on canvas {block.canvas_id}")
-    return found[0]
+    if block.inputs is None or set(block.inputs) != set(node.inputs):
+        found |= {n.block_id: n for n in store.get_nodes(block.canvas_id, node.inputs)}
+    return node, [found[i] for i in node.inputs if i in found]
+
+
+def _task_ids(canvas_id: str, block_id: str) -> list[str]:
+    return [tool_call_task_id(canvas_id, block_id), persona_task_id(canvas_id, block_id)]
 
 
 def _tool_call_task(node: NodeItem) -> TaskItem:

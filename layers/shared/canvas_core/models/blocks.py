@@ -12,6 +12,8 @@ class BlockInput(Model):
     account_id: str
     block_id: str
     block_type: str
+    # The ids of the blocks this one reads, when the state machine hands them over (saves a read).
+    inputs: list[str] | None = None
 
 
 class BlockResult(Model):
