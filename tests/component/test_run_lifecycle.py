@@ -241,3 +241,32 @@ def test_block_sent_to_the_wrong_function_is_refused(aws, account, function, con
     event = load_event("block_prompt")
     with pytest.raises(BlockFatalError, match="is a prompt-block, not a text-block"):
         function("blocks/text_block")(event, context)
+
+
+def test_an_output_too_large_for_its_item_spills_to_s3_and_reads_back_whole(
+    aws, account, function, context, monkeypatch
+):
+    # Given a first block whose answer is larger than a DynamoDB item may hold, and a block that reads it
+    from canvas_core.blocks.context import BlockOutput
+
+    big = "A long answer. " * 20_000  # 300,000 characters
+    received = []
+
+    def behaviour(ctx):
+        if not ctx.inputs:
+            return BlockOutput(content=big)
+        received.append(ctx.inputs[0].content)
+        return BlockOutput(content="read it")
+
+    monkeypatch.setattr("canvas_core.blocks.runner.implementation", lambda block_type: behaviour)
+    created = start_run(function, context, account.api_key)
+    # When
+    drive(function, context, account.account_id, created)
+    # Then the node holds a preview and the key, the next block read the whole text, and so does the DAG
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    assert nodes[0].content_key and len(nodes[0].content) < len(big)
+    assert received == [big]
+    _, body = get(
+        function, context, account.api_key, "api/get_canvas_dag", "get_canvas_dag", canvas_id=created["canvas_id"]
+    )
+    assert body["data"]["nodes"][0]["content"] == big

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from canvas_core.adapters.store import Store
 from canvas_core.clock import parse_uuid
+from canvas_core.content import with_full_content
 from canvas_core.errors import CanvasNotFoundError, TaskNotFoundError
 from canvas_core.models.api import CanvasDagResponse, EdgeView, NodeView, TaskTreeResponse, TaskView
 from canvas_core.models.catalog import TaskStatus
@@ -16,6 +17,7 @@ def get_canvas_dag(canvas_id: str, account_id: str, store: Store | None = None) 
     canvas, nodes, edges = store.get_canvas(canvas_id)
     if canvas is None or canvas.account_id != account_id:
         raise CanvasNotFoundError(canvas_id)
+    nodes = with_full_content(nodes)
     return CanvasDagResponse(
         canvas_id=canvas.canvas_id,
         canvas_name=canvas.canvas_name,

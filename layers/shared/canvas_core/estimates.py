@@ -1,28 +1,51 @@
-"""The heuristic behind `estimated_duration_ms`: a base per run, plus time per planned block kind and file."""
+"""The heuristic behind `estimated_duration_ms`, from what a create request says (template, blocks, files):
+
+    estimate = PLAN_MS + longest path through the typical canvas + PER_FILE_MS x files + FINALIZE_MS
+
+The typical canvas is the one the rule-based planner makes for the template (or the explicit `blocks`) and a
+one-part prompt; blocks run as soon as their inputs end, so its longest chain of `BLOCK_MS` (each block plus
+PER_BLOCK_OVERHEAD_MS for its Lambda and state transitions) is what the run waits for. The times are those
+of a deployed stack calling a model (the offline provider is much faster); prompts with several parts, links
+or research words get more blocks than the estimate counts. See docs/agents.md.
+"""
 
 from __future__ import annotations
 
-from canvas_core.models.catalog import TEMPLATE_BLOCKS, BlockType, Template
+from canvas_core.models.catalog import BlockType
 
-BASE_MS = 60_000
+B = BlockType
+PLAN_MS = 30_000
+FINALIZE_MS = 5_000
 PER_FILE_MS = 20_000
-# Rough per-block times; deep research and deliverables dominate a run.
-BLOCK_MS = {
-    BlockType.DEEP_RESEARCH: 600_000,
-    BlockType.WEB_RESEARCH: 180_000,
-    BlockType.DOCUMENT: 120_000,
-    BlockType.PRESENTATION: 120_000,
-    BlockType.EXCEL: 90_000,
-    BlockType.APP: 120_000,
-    BlockType.PROTOTYPE: 120_000,
-    BlockType.LANDING_PAGE: 120_000,
-    BlockType.MEMO: 60_000,
+PER_BLOCK_OVERHEAD_MS = 5_000
+BLOCK_MS: dict[BlockType, int] = {
+    B.FILE: 20_000,
+    B.IMAGE: 60_000,
+    B.WEB: 20_000,
+    B.YT: 30_000,
+    B.WEB_RESEARCH: 180_000,
+    B.DEEP_RESEARCH: 600_000,
+    B.PROMPT: 45_000,
+    B.TABLE: 60_000,
+    B.LIST: 30_000,
+    B.TEXT: 60_000,
+    B.DOCUMENT: 120_000,
+    B.PRESENTATION: 150_000,
+    B.MEMO: 90_000,
+    B.EXCEL: 90_000,
+    B.APP: 180_000,
+    B.PROTOTYPE: 180_000,
+    B.LANDING_PAGE: 150_000,
 }
-DEFAULT_BLOCK_MS = 30_000
 
 
 def estimate_duration_ms(template: str, blocks: list[str] | None, file_count: int) -> int:
-    allowed = [BlockType(b) for b in blocks] if blocks else sorted(TEMPLATE_BLOCKS[Template(template)])
-    # A run uses a handful of its allowed kinds; count the three slowest once each.
-    slowest = sorted((BLOCK_MS.get(b, DEFAULT_BLOCK_MS) for b in allowed), reverse=True)[:3]
-    return BASE_MS + sum(slowest) + PER_FILE_MS * file_count
+    from canvas_core.agents.checks import constraint_for
+    from canvas_core.agents.rules import rule_steps
+
+    steps = rule_steps("", None, constraint_for(template, blocks))
+    finish: dict[str, int] = {}
+    for step in steps:  # in run order: each step after its inputs
+        start = max((finish[i] for i in step.inputs if i in finish), default=0)
+        finish[step.id] = start + BLOCK_MS[BlockType(step.type)] + PER_BLOCK_OVERHEAD_MS
+    return PLAN_MS + max(finish.values(), default=0) + PER_FILE_MS * file_count + FINALIZE_MS

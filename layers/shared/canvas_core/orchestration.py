@@ -10,6 +10,7 @@ from typing import Any
 from canvas_core.adapters.store import Store
 from canvas_core.blocks.runner import record_block_failure
 from canvas_core.clock import now_ms
+from canvas_core.content import with_full_content
 from canvas_core.dataflow import wire
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunStatus, TaskStatus
 from canvas_core.models.items import Artifact, NodeItem, RunError
@@ -37,6 +38,8 @@ def plan_run(run_id: str, canvas_id: str, store: Store | None = None) -> dict[st
     _, nodes, _ = store.get_canvas(canvas_id)
     if not nodes:
         plan = plan_canvas(run)
+        # Charged once, before the blocks: a retried step that plans again is not charged again.
+        store.record_planning(run_id, run.account_id, plan.models_used, plan.credits)
         wire(plan.nodes, plan.edges)
         store.put_tasks(plan.tasks)
         store.put_graph(plan.nodes, plan.edges, canvas_id)
@@ -82,6 +85,7 @@ def finalize_run(run_id: str, failure: str | None = None, store: Store | None = 
         return {"run_id": run_id, "status": run.status.value}
 
     _, nodes, edges = store.get_canvas(run.canvas_id)
+    nodes = with_full_content(nodes)
     for node in nodes:
         if node.status not in TERMINAL_NODE_STATUSES:
             reason = failure or "The block did not finish"
@@ -110,8 +114,8 @@ def finalize_run(run_id: str, failure: str | None = None, store: Store | None = 
         status=status.value,
         finished_at_ms=now_ms(),
         final_output=_final_output(completed, edges),
-        models_used=sorted({m for n in nodes for m in n.models_used}),
-        credits_consumed=sum(n.credits for n in nodes),
+        models_used=sorted({*run.planning_models_used, *(m for n in nodes for m in n.models_used)}),
+        credits_consumed=run.planning_credits + sum(n.credits for n in nodes),
         artifacts=[Artifact.model_validate(a) for n in completed for a in n.artifacts],
         errors=errors,
     )
@@ -162,7 +166,7 @@ def _run_id_from_execution(detail: dict[str, Any]) -> str:
 
 
 def _final_output(completed: list[NodeItem], edges: list) -> str:
-    """The answer: what the last blocks of the graph (those nothing else reads) produced."""
-    feeding = {e.source_id for e in edges}
-    sinks = [n for n in completed if n.block_id not in feeding] or completed
-    return "\n\n".join(n.content for n in sinks if n.content).strip()
+    """The answer: the Writer's synthesis with its numbered sources, or what the finished blocks produced."""
+    from canvas_core.agents.writer import final_output
+
+    return final_output(completed, edges)

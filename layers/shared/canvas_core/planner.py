@@ -1,48 +1,35 @@
 """The planner: turns a run into a canvas (blocks and the edges that carry outputs forward) and the task tree
-(one parent-task, a persona-task per block; tool-call-tasks are added as blocks run).
+(one parent-task, a persona-task per block; tool-call-tasks are added as blocks run, one per tool call).
 
-Uploads become blocks first (images → image-block, documents → file-block); then the answer blocks, within the
-allowed set: explicit `blocks`, else the template's block types.
+Uploads become blocks first (images → image-block, documents → file-block, whatever the constraint: the
+contract's file rule). The Planner agent then splits the prompt into subtasks and chooses their block types
+within the constraint (explicit `blocks`, else the template's): with a model, it asks for a JSON plan, checks
+and repairs it (`agents/checks.py`), and asks again at most MAX_PLAN_ATTEMPTS times; with the offline
+provider, or when the model's plans stay unusable or the model fails, it plans by rules (`agents/rules.py`).
+See docs/agents.md.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from canvas_core.models.catalog import (
-    IMAGE_EXTENSIONS,
-    TEMPLATE_BLOCKS,
-    BlockType,
-    TaskType,
-    Template,
-)
+from canvas_core.models.catalog import IMAGE_EXTENSIONS, TEMPLATE_BLOCKS, BlockType, TaskStatus, TaskType, Template
 from canvas_core.models.items import EdgeItem, NodeItem, RunItem, TaskItem
+from canvas_core.observability import logger
+
+if TYPE_CHECKING:
+    from canvas_core.agents.checks import Checked, Constraint
+    from canvas_core.agents.schema import PlanStep
+    from canvas_core.providers.base import ModelProvider
 
 MAX_BLOCKS = 40
-
-PERSONAS: dict[BlockType, str] = {
-    BlockType.PROMPT: "Researcher",
-    BlockType.WEB: "Researcher",
-    BlockType.WEB_RESEARCH: "Researcher",
-    BlockType.DEEP_RESEARCH: "Researcher",
-    BlockType.YT: "Researcher",
-    BlockType.FILE: "Librarian",
-    BlockType.TABLE: "Analyst",
-    BlockType.LIST: "Analyst",
-    BlockType.EXCEL: "Analyst",
-    BlockType.IMAGE: "Designer",
-    BlockType.APP: "Engineer",
-    BlockType.PROTOTYPE: "Engineer",
-    BlockType.LANDING_PAGE: "Designer",
-    BlockType.PRESENTATION: "Writer",
-    BlockType.DOCUMENT: "Writer",
-    BlockType.MEMO: "Writer",
-    BlockType.TEXT: "Writer",
-}
-
-# Blocks the minimal plan builds from, in order: an answer, then a note that carries it to the reader.
-ANSWER_CHAIN = (BlockType.PROMPT, BlockType.TEXT)
+MAX_PLAN_ATTEMPTS = 3
+# No new attempt after this long: Plan Canvas has 300 s, and the rules plan at once.
+PLAN_BUDGET_SECONDS = 120
+MAX_NAME_CHARS = 80
 
 
 @dataclass
@@ -50,6 +37,11 @@ class Plan:
     nodes: list[NodeItem] = field(default_factory=list)
     edges: list[EdgeItem] = field(default_factory=list)
     tasks: list[TaskItem] = field(default_factory=list)
+    # What planning used: the models the Planner called, their credits, how it planned, what it repaired.
+    models_used: list[str] = field(default_factory=list)
+    credits: int = 0
+    method: str = "rules"
+    problems: list[str] = field(default_factory=list)
 
 
 def allowed_block_types(run: RunItem) -> list[BlockType]:
@@ -58,55 +50,130 @@ def allowed_block_types(run: RunItem) -> list[BlockType]:
     return sorted(TEMPLATE_BLOCKS[Template(run.template)], key=list(BlockType).index)
 
 
-def plan_canvas(run: RunItem) -> Plan:
-    plan = Plan()
-    canvas_id = run.canvas_id
+def plan_canvas(run: RunItem, provider: ModelProvider | None = None) -> Plan:
+    from canvas_core.agents.checks import check_plan, constraint_for
+    from canvas_core.agents.rules import rule_steps
+    from canvas_core.providers import get_provider, provider_name
 
-    def add(block_type: BlockType, name: str, inputs: list[NodeItem], **extra) -> NodeItem:
-        node = NodeItem(
-            canvas_id=canvas_id,
-            block_id=_stable_id(canvas_id, f"node:{len(plan.nodes)}"),
-            name=name,
-            type=block_type.value,
-            inputs=[i.block_id for i in inputs],
-            persona=PERSONAS[block_type],
-            position=len(plan.nodes),
-            **extra,
-        )
-        plan.nodes.append(node)
-        plan.edges += [EdgeItem(source_id=i.block_id, target_id=node.block_id) for i in inputs]
-        return node
+    constraint = constraint_for(run.template, run.blocks, run.prompt)
+    uploads = _upload_steps(run)
+    provider = provider or get_provider()
+    calls: list[tuple[str, int, int]] = []
+    checked, method = None, "rules"
+    if provider_name(provider) != "offline":
+        checked = _plan_with_model(run, constraint, uploads, provider, calls)
+        method = "model" if checked is not None else "rules (the model gave no usable plan)"
+    if checked is None:
+        steps = rule_steps(run.prompt, run.agent_instructions, constraint, uploads)
+        checked = check_plan(steps, uploads, constraint, MAX_BLOCKS)
 
-    gathered = [
-        add(
-            BlockType.IMAGE if upload.extension in IMAGE_EXTENSIONS else BlockType.FILE,
-            upload.name,
-            [],
+    plan = _build(run, checked.steps)
+    plan.method, plan.problems = method, checked.problems
+    plan.models_used = list(dict.fromkeys(model for model, _, _ in calls))
+    plan.credits = _credits(calls)
+    logger.info(
+        "Plan made",
+        extra={"method": method, "blocks": len(plan.nodes), "problems": checked.problems, "credits": plan.credits},
+    )
+    return plan
+
+
+def _plan_with_model(
+    run: RunItem,
+    constraint: Constraint,
+    uploads: list[PlanStep],
+    provider: ModelProvider,
+    calls: list[tuple[str, int, int]],
+) -> Checked | None:
+    """A model's plan, checked and repaired; None when it failed or gave nothing usable in MAX_PLAN_ATTEMPTS."""
+    from canvas_core.agents.checks import check_plan
+    from canvas_core.agents.prompts import planner_request, planner_system_prompt, replan_request
+    from canvas_core.agents.schema import PlanParseError, parse_plan
+    from canvas_core.errors import BlockFatalError, BlockRetryableError
+
+    system = planner_system_prompt(constraint, run.agent_instructions, MAX_BLOCKS)
+    request = planner_request(run.prompt, run.template, uploads)
+    prompt = request
+    started = time.monotonic()
+    for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
+        if attempt > 1 and time.monotonic() - started > PLAN_BUDGET_SECONDS:
+            logger.warning("The Planner ran out of time for another attempt; planning by rules")
+            return None
+        try:
+            completion = provider.complete(system=system, prompt=prompt, role="planner")
+        except (BlockRetryableError, BlockFatalError) as exc:
+            logger.warning("The Planner's model call failed; planning by rules", extra={"reason": str(exc)})
+            return None
+        calls.append((completion.model_id, completion.input_tokens, completion.output_tokens))
+        try:
+            checked = check_plan(parse_plan(completion.text).steps, uploads, constraint, MAX_BLOCKS)
+        except PlanParseError as exc:
+            reason = str(exc)
+        else:
+            if checked.usable:
+                return checked
+            reason = "; ".join(checked.problems[-3:])
+        logger.warning("The Planner's answer was not a usable plan", extra={"attempt": attempt, "reason": reason})
+        prompt = replan_request(request, completion.text, reason)
+    return None
+
+
+def _upload_steps(run: RunItem) -> list[PlanStep]:
+    from canvas_core.agents.schema import PlanStep
+
+    return [
+        PlanStep(
+            id=f"upload{i}",
+            type=(BlockType.IMAGE if upload.extension in IMAGE_EXTENSIONS else BlockType.FILE).value,
+            title=upload.name,
             upload_id=upload.file_id,
         )
-        for upload in run.uploads
+        for i, upload in enumerate(run.uploads, start=1)
     ]
 
-    allowed = allowed_block_types(run)
-    chain = [b for b in ANSWER_CHAIN if b in allowed] or allowed[: MAX_BLOCKS - len(gathered)]
-    previous = gathered
-    for block_type in chain:
-        node = add(block_type, _block_name(block_type), previous, instructions=run.prompt)
-        previous = [node]
 
+def _build(run: RunItem, steps: list[PlanStep]) -> Plan:
+    from canvas_core.agents.personas import find_persona, persona_for
+
+    plan = Plan()
+    block_ids: dict[str, str] = {}
+    for position, step in enumerate(steps):
+        block_id = _stable_id(run.canvas_id, f"node:{position}")
+        block_ids[step.id] = block_id
+        persona = find_persona(step.persona)
+        node = NodeItem(
+            canvas_id=run.canvas_id,
+            block_id=block_id,
+            name=_name(step.title or step.type.removesuffix("-block").replace("-", " ").title()),
+            type=step.type,
+            inputs=[block_ids[i] for i in step.inputs],
+            persona=persona.name if persona and persona.name != "Planner" else persona_for(step.type),
+            position=position,
+            upload_id=step.upload_id,
+            instructions=None if step.upload_id else (step.instructions or step.title or run.prompt),
+            url=step.url,
+        )
+        plan.nodes.append(node)
+        plan.edges += [EdgeItem(source_id=source, target_id=block_id) for source in node.inputs]
     plan.tasks = _task_tree(run, plan.nodes)
     return plan
 
 
-def _block_name(block_type: BlockType) -> str:
-    names = {BlockType.PROMPT: "Answer the prompt", BlockType.TEXT: "Answer"}
-    return names.get(block_type, block_type.value.removesuffix("-block").replace("-", " ").title())
+def _credits(calls: list[tuple[str, int, int]]) -> int:
+    from canvas_core.pricing import usage_credits
+
+    return usage_credits(calls)
+
+
+def _name(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 3].rstrip() + "..."
 
 
 def _task_tree(run: RunItem, nodes: list[NodeItem]) -> list[TaskItem]:
     parent = TaskItem(
         canvas_id=run.canvas_id,
-        task_id=_stable_id(run.canvas_id, "task:parent"),
+        task_id=parent_task_id(run.canvas_id),
         name=f"Plan and answer: {_excerpt(run.prompt)}",
         task_type=TaskType.PARENT,
     )
@@ -125,6 +192,30 @@ def _task_tree(run: RunItem, nodes: list[NodeItem]) -> list[TaskItem]:
     return [parent, *personas]
 
 
+def tool_call_tasks(node: NodeItem, usage: Any) -> list[TaskItem]:
+    """The tool-call-tasks of a block that ran: one per model call, web search and page fetched, as its context's
+    `Usage` recorded them. The first takes the id of the task the runner opened for the block; a block that
+    called no tool keeps that one task (its own work, e.g. reading a file)."""
+    names = [
+        f"Model call: {model} ({tokens_in} tokens in, {tokens_out} out)" for model, tokens_in, tokens_out in usage.calls
+    ]
+    names += [f"Web search {i} of {usage.searches}" for i in range(1, usage.searches + 1)]
+    names += [f"Page fetch {i} of {usage.pages_fetched}" for i in range(1, usage.pages_fetched + 1)]
+    return [
+        TaskItem(
+            canvas_id=node.canvas_id,
+            task_id=tool_call_task_id(node.canvas_id, node.block_id, index),
+            parent_id=persona_task_id(node.canvas_id, node.block_id),
+            name=name,
+            task_type=TaskType.TOOL_CALL,
+            status=TaskStatus.COMPLETED,
+            block_id=node.block_id,
+            position=1000 + node.position * 1000 + index,
+        )
+        for index, name in enumerate(names)
+    ]
+
+
 def parent_task_id(canvas_id: str) -> str:
     return _stable_id(canvas_id, "task:parent")
 
@@ -133,8 +224,9 @@ def persona_task_id(canvas_id: str, block_id: str) -> str:
     return _stable_id(canvas_id, f"task:persona:{block_id}")
 
 
-def tool_call_task_id(canvas_id: str, block_id: str) -> str:
-    return _stable_id(canvas_id, f"task:tool:{block_id}")
+def tool_call_task_id(canvas_id: str, block_id: str, index: int = 0) -> str:
+    suffix = f":{index}" if index else ""
+    return _stable_id(canvas_id, f"task:tool:{block_id}{suffix}")
 
 
 def _stable_id(canvas_id: str, name: str) -> str:

@@ -38,8 +38,11 @@ def create_run(
 ) -> CreateRunResponse:
     store, files, executions = store or Store(), files or ArtifactStore(), executions or Executions()
     account = store.get_account(account_id)
-    if account is None or int(account.get("credits_balance", 0)) <= 0:
-        raise InsufficientCreditsError("Insufficient credits: the account balance is 0; add credits to start a run")
+    balance = int(account.get("credits_balance", 0)) if account else 0
+    if balance <= 0:
+        raise InsufficientCreditsError(
+            f"Insufficient credits: the account balance is {balance}; add credits to start a run"
+        )
 
     run_id, canvas_id = new_id(), new_id()
     logger.append_keys(run_id=run_id, canvas_id=canvas_id)

@@ -320,9 +320,11 @@ class Store:
             "Update": {
                 "TableName": self.settings.runs_table,
                 "Key": {"run_id": {"S": run_id}},
-                "UpdateExpression": "SET planning_models_used = :models, planning_credits = :credits",
-                "ConditionExpression": "attribute_exists(run_id) AND attribute_not_exists(planning_credits)",
-                "ExpressionAttributeValues": _values(models=models_used, credits=credits),
+                "UpdateExpression": (
+                    "SET planning_models_used = :models, planning_credits = :credits, planning_recorded = :yes"
+                ),
+                "ConditionExpression": "attribute_exists(run_id) AND attribute_not_exists(planning_recorded)",
+                "ExpressionAttributeValues": _values(models=models_used, credits=credits, yes=True),
             }
         }
         debit = self._debit(account_id, credits)

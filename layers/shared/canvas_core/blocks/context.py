@@ -50,11 +50,10 @@ class BlockContext:
         return [s for n in self.inputs for s in n.sources]
 
     def system_prompt(self) -> str:
-        persona = self.node.persona or "Assistant"
-        parts = [f"You are the {persona} agent of a research team, working on one block of a canvas."]
-        if self.run.agent_instructions:
-            parts.append(f"Instructions from the requester: {self.run.agent_instructions}")
-        return "\n".join(parts)
+        """The block's persona (canvas_core/agents/personas.py) with the requester's `agent_instructions`."""
+        from canvas_core.agents.personas import system_prompt
+
+        return system_prompt(self.node.persona, self.run.agent_instructions)
 
     def complete(self, prompt: str, role: str = "writer", system: str | None = None) -> Completion:
         """One model call, with this block's system prompt, recorded in its usage."""

@@ -1,12 +1,11 @@
-"""prompt-block: one model call over the block's inputs, answering the block's instructions."""
+"""prompt-block: a persona's subtask (the block's instructions) worked through over the block's inputs in one
+model call, citing the inputs' sources by number (`agents/writer.py`)."""
 
 from __future__ import annotations
 
+from canvas_core.agents.writer import work_on_task
 from canvas_core.blocks.context import BlockContext, BlockOutput
 
 
 def run(ctx: BlockContext) -> BlockOutput:
-    task = ctx.node.instructions or ctx.run.prompt
-    material = ctx.material()
-    completion = ctx.complete(f"{task}\n\nMaterial:\n{material}" if material else task, role="researcher")
-    return BlockOutput(content=completion.text, sources=ctx.input_sources())
+    return work_on_task(ctx, default_role="researcher")

@@ -7,15 +7,15 @@ from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.adapters.store import Store
 from canvas_core.blocks.context import BlockContext
 from canvas_core.blocks.registry import implementation
+from canvas_core.content import content_fields, with_full_content
 from canvas_core.errors import BlockFatalError, BlockRetryableError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, TaskStatus, TaskType
 from canvas_core.models.items import NodeItem, RunItem, TaskItem
 from canvas_core.observability import logger
-from canvas_core.planner import persona_task_id, tool_call_task_id
+from canvas_core.planner import persona_task_id, tool_call_task_id, tool_call_tasks
+from canvas_core.pricing import balance_refusal, block_credits
 from canvas_core.providers import ModelProvider, get_provider
-
-MAX_CONTENT_CHARS = 200_000
 
 
 def run_block(
@@ -54,6 +54,13 @@ def run_block(
         record_block_failure(store, block.canvas_id, node.block_id, reason)
         raise BlockFatalError(reason)
 
+    refusal = balance_refusal(store.get_account(run.account_id))
+    if refusal:
+        store.update_node(block.canvas_id, node.block_id, status=NodeStatus.SKIPPED.value, error=refusal)
+        store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
+        logger.info("Block skipped", extra={"reason": refusal})
+        return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
+
     store.start_block(block.canvas_id, node.block_id, _tool_call_task(node))
     ctx = BlockContext(
         run=run, node=node, inputs=inputs, files=files or ArtifactStore(), provider=provider or get_provider()
@@ -71,25 +78,26 @@ def run_block(
         record_block_failure(store, block.canvas_id, node.block_id, reason)
         raise BlockFatalError(reason) from exc
 
-    content = output.content
-    if len(content) > MAX_CONTENT_CHARS:
-        content = content[:MAX_CONTENT_CHARS] + "\n\n[truncated]"
+    files = ctx.files
+    stored = content_fields(output.content, run.account_id, run.run_id, node.block_id, files)
     # Only from `running`: a block the state machine timed out (now `error`) stays failed if it ends late.
     finished = store.complete_block(
         block.canvas_id,
         node.block_id,
         _task_ids(block.canvas_id, node.block_id),
-        content=content,
+        **stored,
         sources=output.sources,
         models_used=list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
-        credits=output.credits,
+        credits=block_credits(ctx.usage, output),
+        debit_account=run.account_id,
         artifacts=output.artifacts,
         **({"url": output.url} if output.url else {}),
     )
     if not finished:
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
         return BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
-    logger.info("Block completed", extra={"content_chars": len(content)})
+    store.put_tasks(tool_call_tasks(node, ctx.usage))
+    logger.info("Block completed", extra={"content_chars": len(output.content)})
     return BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
 
 
@@ -127,7 +135,7 @@ def _load_node(store: Store, block: BlockInput) -> tuple[NodeItem, list[NodeItem
         raise BlockFatalError(f"Block {block.block_id} not found on canvas {block.canvas_id}")
     if block.inputs is None or set(block.inputs) != set(node.inputs):
         found |= {n.block_id: n for n in store.get_nodes(block.canvas_id, node.inputs)}
-    return node, [found[i] for i in node.inputs if i in found]
+    return node, with_full_content([found[i] for i in node.inputs if i in found])
 
 
 def _task_ids(canvas_id: str, block_id: str) -> list[str]:

@@ -1,10 +1,11 @@
-"""text-block: a note. It carries its inputs to the reader under the block's name, without a model call."""
+"""text-block: the Writer. It synthesizes its inputs into the answer to the prompt (its instructions), citing
+their sources by number, and ends with the numbered list of sources (`agents/writer.py`)."""
 
 from __future__ import annotations
 
+from canvas_core.agents.writer import write_answer
 from canvas_core.blocks.context import BlockContext, BlockOutput
 
 
 def run(ctx: BlockContext) -> BlockOutput:
-    body = "\n\n".join(n.content for n in ctx.inputs if n.content) or (ctx.node.instructions or "")
-    return BlockOutput(content=body.strip(), sources=[s for n in ctx.inputs for s in n.sources])
+    return write_answer(ctx)

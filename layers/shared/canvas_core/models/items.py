@@ -52,6 +52,9 @@ class RunItem(Model):
     models_used: list[str] = Field(default_factory=list)
     credits_consumed: int = 0
     errors: list[RunError] = Field(default_factory=list)
+    # What the Planner used (set once by Plan Canvas); metadata adds it to the blocks' models and credits.
+    planning_models_used: list[str] = Field(default_factory=list)
+    planning_credits: int = 0
 
 
 class CanvasItem(Model):
@@ -62,13 +65,14 @@ class CanvasItem(Model):
 
 
 class Source(Model):
-    """A reference a block used: a web page, or a file and its page."""
+    """A reference a block used: a web page, a file and its page, or a moment of a video (docs/block-types.md)."""
 
     title: str | None = None
     url: str | None = None
     snippet: str | None = None
     file_name: str | None = None
     page: int | None = None
+    timestamp: str | None = None  # a video's moment, "m:ss" or "h:mm:ss"; `url` then links to it
 
 
 class NodeItem(Model):
@@ -78,6 +82,8 @@ class NodeItem(Model):
     type: str
     status: NodeStatus = NodeStatus.IDLE
     content: str | None = None
+    # Set when the content was too large for the item: the S3 key of the whole text (canvas_core/content.py).
+    content_key: str | None = None
     url: str | None = None
     sources: list[Source] = Field(default_factory=list)
     inputs: list[str] = Field(default_factory=list)

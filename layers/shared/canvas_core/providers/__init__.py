@@ -1,14 +1,23 @@
-"""Model providers behind one interface: `offline` (deterministic, no network), `bedrock` (Converse API)."""
+"""Model providers behind one interface (`base.ModelProvider`), chosen by MODEL_PROVIDER (docs/providers.md):
+
+- `offline`: deterministic, no network; extractive writing, and rule-based planning (the embedded stack's default);
+- `bedrock`: Amazon Bedrock's Converse API (the deployed default);
+- `openai`: any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM).
+
+Each imports only what it needs, when chosen.
+"""
 
 from __future__ import annotations
 
 import os
 
-from canvas_core.providers.base import Completion, ModelProvider
+from canvas_core.providers.base import Completion, ModelProvider, provider_name
+
+PROVIDERS = ("offline", "bedrock", "openai")
 
 
 def get_provider(name: str | None = None) -> ModelProvider:
-    name = (name or os.environ.get("MODEL_PROVIDER") or "offline").lower()
+    name = (name or os.environ.get("MODEL_PROVIDER") or "offline").strip().lower()
     if name == "offline":
         from canvas_core.providers.offline import OfflineProvider
 
@@ -16,8 +25,12 @@ def get_provider(name: str | None = None) -> ModelProvider:
     if name == "bedrock":
         from canvas_core.providers.bedrock import BedrockProvider
 
-        return BedrockProvider(model_id=os.environ.get("WRITER_MODEL_ID") or BedrockProvider.DEFAULT_MODEL_ID)
-    raise ValueError(f"Unknown model provider: {name!r} (expected offline or bedrock)")
+        return BedrockProvider()
+    if name == "openai":
+        from canvas_core.providers.openai import OpenAIProvider
+
+        return OpenAIProvider.from_environment()
+    raise ValueError(f"Unknown model provider: {name!r} (expected one of {', '.join(PROVIDERS)})")
 
 
-__all__ = ["Completion", "ModelProvider", "get_provider"]
+__all__ = ["PROVIDERS", "Completion", "ModelProvider", "get_provider", "provider_name"]

@@ -1,0 +1,92 @@
+"""The Writer: the answer to the prompt, synthesized from what the other blocks produced, citing their sources
+by number and ending with the numbered list of them.
+
+`write_answer` is the text-block's behaviour (one model call; extractive with the offline provider).
+`final_output` is what Finalize Run reports: the Writer's answer when it completed, otherwise a summary of the
+blocks that finished, built without a model call (no cost, and nothing to fail at the last step).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from canvas_core.agents.material import compose, number_sources, sources_list, strip_sources_section
+from canvas_core.agents.personas import role_of, system_prompt
+from canvas_core.models.catalog import BlockType
+from canvas_core.models.items import EdgeItem, NodeItem
+
+if TYPE_CHECKING:
+    from canvas_core.blocks.context import BlockContext, BlockOutput
+
+WRITER_DUTY = (
+    "Write the answer from the material below. Cite it with the numbers of its sources in square brackets, "
+    "e.g. [1] or [2][3], right after the claims they support; use only the numbers listed under Sources. Do not "
+    "write a list of sources (it is added for you). Where the material does not cover something the request "
+    "asks, say so rather than inventing it."
+)
+ANALYST_DUTY = (
+    "Work on your task from the material below, when there is some. Cite the material with the numbers of its "
+    "sources in square brackets, e.g. [1], right after the claims they support; mark what you infer beyond it."
+)
+
+
+def write_answer(ctx: BlockContext) -> BlockOutput:
+    from canvas_core.blocks.context import BlockOutput
+
+    question = ctx.run.prompt.strip()
+    task = ctx.node.instructions or f"Write the answer to: {question}"
+    sources, sections = number_sources(ctx.inputs)
+    brief = f"Question: {question}\n\nYour task: {task}" if task.strip() != question else f"Question: {question}"
+    completion = ctx.complete(
+        compose(brief, sections, sources),
+        role=role_of(ctx.node.persona, "writer"),
+        system=system_prompt(ctx.node.persona or "Writer", ctx.run.agent_instructions, WRITER_DUTY),
+    )
+    body = strip_sources_section(completion.text.strip())
+    content = f"{body}\n\n{sources_list(sources)}".strip() if sources else body
+    return BlockOutput(content=content, sources=sources)
+
+
+def work_on_task(ctx: BlockContext, default_role: str = "researcher") -> BlockOutput:
+    """A persona's subtask over the block's inputs (prompt-block): one model call, its sources numbered."""
+    from canvas_core.blocks.context import BlockOutput
+
+    task = ctx.node.instructions or ctx.run.prompt
+    sources, sections = number_sources(ctx.inputs)
+    completion = ctx.complete(
+        compose(task, sections, sources),
+        role=role_of(ctx.node.persona, default_role),
+        system=system_prompt(ctx.node.persona, ctx.run.agent_instructions, ANALYST_DUTY),
+    )
+    return BlockOutput(content=completion.text.strip(), sources=sources)
+
+
+def final_output(completed: list[NodeItem], edges: list[EdgeItem]) -> str:
+    """The run's answer: the Writer's, else the outputs of the finished blocks nothing finished builds on."""
+    answer = _writer_answer(completed)
+    text = (answer.content or "") if answer is not None else _summary(_frontier(completed, edges))
+    files = [a.name for n in completed for a in n.artifacts]
+    if files:
+        text = f"{text}\n\nFiles: {', '.join(files)}".strip()
+    return text
+
+
+def _writer_answer(completed: list[NodeItem]) -> NodeItem | None:
+    writers = [n for n in completed if n.type == BlockType.TEXT.value and (n.content or "").strip()]
+    return max(writers, key=lambda n: n.position) if writers else None
+
+
+def _frontier(completed: list[NodeItem], edges: list[EdgeItem]) -> list[NodeItem]:
+    done = {n.block_id for n in completed}
+    built_on = {e.source_id for e in edges if e.target_id in done}
+    return [n for n in completed if n.block_id not in built_on and (n.content or "").strip()]
+
+
+def _summary(nodes: list[NodeItem]) -> str:
+    if not nodes:
+        return ""
+    if len(nodes) == 1 and not nodes[0].sources:
+        return (nodes[0].content or "").strip()
+    sources, sections = number_sources(nodes)
+    body = sections[0].content if len(nodes) == 1 else "\n\n".join(f"{s.name}:\n{s.content}" for s in sections)
+    return f"{body}\n\n{sources_list(sources)}".strip() if sources else body

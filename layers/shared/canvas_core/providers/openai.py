@@ -1,0 +1,150 @@
+"""Any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM, ...), with the standard
+library only (no SDK to import on a cold start).
+
+Configuration: `OPENAI_BASE_URL` (default https://api.openai.com/v1; Ollama is http://localhost:11434/v1),
+the key in `OPENAI_API_KEY` or in the Secrets Manager secret `OPENAI_API_KEY_SECRET_ARN` (the secret string,
+or a JSON object with `api_key`; read once per container), and the model per role as for Bedrock
+(`roles.py`). Without a key no Authorization header is sent (local servers need none).
+
+408, 409, 425, 429 (except an exhausted quota) and 5xx answers, timeouts and dropped connections are retried
+here, honouring Retry-After, then raised as `BlockRetryableError`; other errors are `BlockFatalError` with the
+endpoint's own message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from functools import lru_cache
+from typing import Any
+
+from canvas_core.errors import BlockFatalError
+from canvas_core.providers.base import Completion
+from canvas_core.providers.retry import TransientError, retry_backoff_seconds, with_retries
+from canvas_core.providers.roles import model_for_role
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+class OpenAIProvider:
+    name = "openai"
+    DEFAULT_MODEL_ID = "gpt-4o-mini"
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model_id: str | None = None,
+        timeout_seconds: float = 300,
+        attempts: int = 3,
+        backoff_seconds: float | None = None,
+    ):
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key = api_key
+        self.model_id = model_id  # one model for every role, when given
+        self.timeout_seconds = timeout_seconds
+        self.attempts = attempts
+        self.backoff_seconds = retry_backoff_seconds() if backoff_seconds is None else backoff_seconds
+
+    @classmethod
+    def from_environment(cls) -> OpenAIProvider:
+        key = os.environ.get("OPENAI_API_KEY") or None
+        secret_arn = os.environ.get("OPENAI_API_KEY_SECRET_ARN")
+        if not key and secret_arn:
+            key = _secret_api_key(secret_arn)
+        return cls(base_url=os.environ.get("OPENAI_BASE_URL") or None, api_key=key)
+
+    def model_for(self, role: str) -> str:
+        return self.model_id or model_for_role(role, self.DEFAULT_MODEL_ID)
+
+    def complete(self, *, system: str, prompt: str, role: str) -> Completion:
+        model_id = self.model_for(role)
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": prompt})
+        body = json.dumps({"model": model_id, "messages": messages}).encode()
+        payload = with_retries(
+            lambda: self._post(model_id, body), attempts=self.attempts, backoff_seconds=self.backoff_seconds
+        )
+        try:
+            text = payload["choices"][0]["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise BlockFatalError(f"{self._where()} answered {model_id} without a message") from None
+        usage = payload.get("usage") or {}
+        return Completion(
+            text=text,
+            model_id=model_id,
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+        )
+
+    def _post(self, model_id: str, body: bytes) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(f"{self.base_url}/chat/completions", data=body, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise self._error(exc, model_id) from exc
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise TransientError(f"{self._where()} unreachable for {model_id}: {reason}") from exc
+        except json.JSONDecodeError as exc:
+            raise BlockFatalError(f"{self._where()} answered {model_id} with something that is not JSON") from exc
+
+    def _error(self, exc: urllib.error.HTTPError, model_id: str) -> Exception:
+        detail, code = _error_detail(exc)
+        message = f"{self._where()} answered {exc.code} for {model_id}: {detail}".rstrip(": ")
+        if exc.code == 429 and code == "insufficient_quota":
+            return BlockFatalError(message)
+        if exc.code in RETRYABLE_STATUSES:
+            return TransientError(message, retry_after=_retry_after(exc.headers.get("Retry-After")))
+        if exc.code == 404:
+            message += " (is the model id one this endpoint serves? set PlannerModelId/WriterModelId)"
+        return BlockFatalError(message)
+
+    def _where(self) -> str:
+        return f"The OpenAI-compatible endpoint {self.base_url}"
+
+
+def _error_detail(exc: urllib.error.HTTPError) -> tuple[str, str | None]:
+    try:
+        data = json.loads(exc.read() or b"{}")
+    except (json.JSONDecodeError, OSError):
+        return exc.reason or "", None
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message") or exc.reason or ""), error.get("code")
+    if isinstance(error, str):
+        return error, None
+    return str(exc.reason or ""), None
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=4)
+def _secret_api_key(secret_arn: str) -> str:
+    from canvas_core.adapters.aws import client
+
+    try:
+        secret = client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
+    except Exception as exc:  # botocore's errors, without importing botocore here
+        raise BlockFatalError(f"The OpenAI API key secret could not be read ({type(exc).__name__})") from exc
+    try:
+        data = json.loads(secret)
+    except json.JSONDecodeError:
+        return secret.strip()
+    if isinstance(data, dict):
+        for name in ("api_key", "OPENAI_API_KEY", "apiKey", "key"):
+            if data.get(name):
+                return str(data[name])
+    raise BlockFatalError("The OpenAI API key secret holds JSON without an `api_key`")

@@ -1,0 +1,341 @@
+"""Runs through the handlers (as the state machine drives them) with the model providers talking to fake Bedrock
+and fake OpenAI-compatible servers on 127.0.0.1: planning, writing, token usage and credits flow end to end; a
+malformed plan is repaired; throttled calls are retried; credits_consumed is what planning and the blocks
+used, and the account balance moves by exactly that, once, however often a step is retried."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from urllib.parse import urlencode
+
+import pytest
+
+from canvas_core.adapters.store import Store
+from canvas_core.auth import create_account_with_key
+from canvas_core.errors import BlockRetryableError
+from canvas_core.pricing import usage_credits
+from tests.fakes.model_servers import PLANNER_MARK, Call, FakeBedrock, FakeOpenAI, default_reply, tokens
+from tests.support import body_of, load_event, multipart
+
+pytestmark = pytest.mark.component
+
+PLANNER, ANALYST, WRITER = "amazon.nova-lite-v1:0", "amazon.nova-micro-v1:0", "amazon.nova-pro-v1:0"
+NOTES = b"The beta starts in January with fifty customers. Launch is planned for March."
+
+
+@pytest.fixture
+def bedrock(aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBedrock]:
+    with FakeBedrock() as fake:
+        for name, value in {
+            "MODEL_PROVIDER": "bedrock",
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": fake.url,
+            "PLANNER_MODEL_ID": PLANNER,
+            "RESEARCHER_MODEL_ID": ANALYST,
+            "WRITER_MODEL_ID": WRITER,
+            "MODEL_RETRY_BACKOFF_SECONDS": "0",
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield fake
+
+
+@pytest.fixture
+def openai(aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(api_key="sk-test") as fake:
+        for name, value in {
+            "MODEL_PROVIDER": "openai",
+            "OPENAI_BASE_URL": fake.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "PLANNER_MODEL_ID": "gpt-4.1-mini",
+            "RESEARCHER_MODEL_ID": "gpt-4o-mini",
+            "WRITER_MODEL_ID": "gpt-4o",
+            "MODEL_RETRY_BACKOFF_SECONDS": "0",
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield fake
+
+
+def start_run(function, context, api_key: str, fields: dict[str, str], files=()) -> dict:
+    if files:
+        content_type, body = multipart(fields, list(files))
+        event = load_event(
+            "create_run",
+            api_key=api_key,
+            content_type=content_type,
+            body=base64.b64encode(body).decode(),
+            isBase64Encoded=True,
+        )
+    else:
+        event = load_event(
+            "create_run", api_key=api_key, content_type="application/x-www-form-urlencoded", body=urlencode(fields)
+        )
+    response = function("api/create_run")(event, context)
+    assert response["statusCode"] == 200, response["body"]
+    return body_of(response)["data"]
+
+
+def block_folder(block_type: str) -> str:
+    return "blocks/" + block_type.removesuffix("-block").replace("-", "_") + "_block"
+
+
+def drive(function, context, account_id: str, created: dict, attempts: int = 3) -> dict:
+    """What the state machine does: plan, run each block (retrying BlockRetryableError, recording other
+    failures), finalize; then the run as GET /v1/run answers."""
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account_id}
+    blocks = function("orchestration/plan_canvas")(ids, context)["blocks"]
+    for block in blocks:
+        event = {**ids, "block_id": block["block_id"], "block_type": block["block_type"]}
+        for attempt in range(1, attempts + 1):
+            try:
+                function(block_folder(block["block_type"]))(event, context)
+                break
+            except BlockRetryableError:
+                if attempt < attempts:
+                    continue
+                raise
+            except Exception as exc:  # the Catch hands the error to Record Block Failure
+                error = {"Error": type(exc).__name__, "Cause": json.dumps({"errorMessage": str(exc)})}
+                function("orchestration/fail_block")({**event, "error": error}, context)
+                break
+    function("orchestration/finalize_run")(ids, context)
+    return ids
+
+
+def get_run(function, context, api_key: str, run_id: str) -> dict:
+    event = load_event("get_run", api_key=api_key, path_parameters={"run_id": run_id})
+    return body_of(function("api/get_run")(event, context))["data"]
+
+
+def balance(account_id: str) -> int:
+    return int(Store().get_account(account_id)["credits_balance"])
+
+
+def priced(calls: list[Call], reply=default_reply) -> int:
+    """The credits of these fake calls: the fake counts one token a word."""
+    return usage_credits([(c.model, tokens(c.system + " " + c.prompt), tokens(reply(c))) for c in calls])
+
+
+def test_bedrock_plans_writes_and_charges_exactly_what_it_used(bedrock, account, function, context):
+    # Given an upload, a throttled Planner call and a Writer throttled on every attempt of its first invocation
+    bedrock.fail_next(429, "ThrottlingException", when=lambda c: PLANNER_MARK in c.system)
+    bedrock.fail_next(429, "ThrottlingException", times=3, when=lambda c: "Writer agent" in c.system)
+    before = balance(account.account_id)
+    created = start_run(
+        function,
+        context,
+        account.api_key,
+        {"prompt": "What do the notes say about the launch?", "agent_instructions": "Write for investors."},
+        files=[("notes.txt", NOTES, "text/plain")],
+    )
+    # When
+    drive(function, context, account.account_id, created)
+    # Then the run completed with the Writer's answer, citing the upload
+    data = get_run(function, context, account.api_key, created["run_id"])
+    assert data["status"] == "completed", data["errors"]
+    answer = data["result"]["final_output"]
+    assert answer.startswith(f"Answer from {WRITER}: tide pools hold anemones and crabs [1].")
+    assert answer.endswith("Sources\n[1] notes.txt")
+    assert data["metadata"]["models_used"] == sorted([PLANNER, ANALYST, WRITER])
+    # And each role's model was called, with the requester's instructions, retried where throttled
+    roles = [(c.system.split(" agent")[0].removeprefix("You are the "), c.model) for c in bedrock.calls]
+    assert roles == [
+        ("Planner", PLANNER),
+        ("Planner", PLANNER),
+        ("Analyst", ANALYST),
+        ("Writer", WRITER),
+        ("Writer", WRITER),
+        ("Writer", WRITER),
+        ("Writer", WRITER),
+    ]
+    assert all("Write for investors." in c.system for c in bedrock.calls)
+    # And the credits are the tokens the successful calls used, at the price table's rates
+    run = Store().get_run(created["run_id"])
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    planner, analyst, writer = bedrock.calls[1], bedrock.calls[2], bedrock.calls[6]
+    assert run.planning_credits == priced([planner]) and run.planning_models_used == [PLANNER]
+    assert [(n.type, n.credits) for n in nodes] == [
+        ("file-block", 0),
+        ("prompt-block", priced([analyst])),
+        ("text-block", priced([writer])),
+    ]
+    consumed = data["metadata"]["credits_consumed"]
+    assert consumed == run.planning_credits + sum(n.credits for n in nodes) > 0
+    assert before - balance(account.account_id) == consumed
+    # And each model call is a tool-call-task under its persona
+    tasks = Store().get_tasks(created["canvas_id"])
+    tool_calls = sorted(t.name for t in tasks if t.task_type.value == "tool-call-task")
+    assert tool_calls[0] == "Model call: amazon.nova-micro-v1:0 ({} tokens in, {} out)".format(
+        tokens(analyst.system + " " + analyst.prompt), tokens(default_reply(analyst))
+    )
+    assert "file-block: notes.txt" in tool_calls
+
+
+def test_openai_repairs_a_malformed_plan_retries_a_throttled_call_and_charges_once(openai, account, function, context):
+    # Given a Planner whose first answer is prose and whose second has a cycle, an unknown block type and no
+    # Writer; and a rate limit on the first analysis call
+    plan_texts = [
+        "Sure! I'd research first, then write it up.",
+        "```json\n"
+        + json.dumps(
+            {
+                "steps": [
+                    {"id": "a", "type": "prompt-block", "title": "Causes", "inputs": ["b"]},
+                    {"id": "b", "type": "prompt-block", "title": "Effects", "inputs": ["a"]},
+                    {"id": "c", "type": "summary-block", "title": "Summary", "inputs": ["a", "b"]},
+                ]
+            }
+        )
+        + "\n```",
+    ]
+    plans = iter(plan_texts)
+
+    def reply(call: Call) -> str:
+        return next(plans) if PLANNER_MARK in call.system else default_reply(call)
+
+    openai.replies(reply)
+    openai.fail_next(429, "rate_limit_exceeded", retry_after="0", when=lambda c: "Analyst agent" in c.system)
+    before = balance(account.account_id)
+    created = start_run(function, context, account.api_key, {"prompt": "Why do tides happen?"})
+    # When
+    drive(function, context, account.account_id, created)
+    # Then the repaired plan ran: both analyses (the cycle broken) feeding the Writer it lacked
+    data = get_run(function, context, account.api_key, created["run_id"])
+    assert data["status"] == "completed", data["errors"]
+    _, nodes, edges = Store().get_canvas(created["canvas_id"])
+    assert [(n.type, n.name) for n in nodes] == [
+        ("prompt-block", "Causes"),
+        ("prompt-block", "Effects"),
+        ("text-block", "Answer"),
+    ]
+    assert {(e.source_id, e.target_id) for e in edges} == {
+        (nodes[0].block_id, nodes[1].block_id),
+        (nodes[1].block_id, nodes[2].block_id),
+    }
+    assert "could not be used: the answer holds no valid JSON" in openai.calls[1].prompt
+    assert data["result"]["final_output"].startswith("Answer from gpt-4o:")
+    assert data["metadata"]["models_used"] == ["gpt-4.1-mini", "gpt-4o", "gpt-4o-mini"]
+    # And both planning attempts are charged, the throttled call is not, and the balance moved by the total
+    run = Store().get_run(created["run_id"])
+    assert run.planning_credits == usage_credits(
+        [
+            (c.model, tokens(c.system + " " + c.prompt), tokens(text))
+            for c, text in zip(openai.calls[:2], plan_texts, strict=True)
+        ]
+    )
+    assert [c.headers["authorization"] for c in openai.calls] == ["Bearer sk-test"] * len(openai.calls)
+    consumed = data["metadata"]["credits_consumed"]
+    assert consumed == run.planning_credits + sum(n.credits for n in nodes)
+    assert before - balance(account.account_id) == consumed > 0
+
+
+def test_retried_steps_do_not_charge_twice(bedrock, account, function, context):
+    # Given a finished run
+    created = start_run(function, context, account.api_key, {"prompt": "Explain tides"})
+    ids = drive(function, context, account.account_id, created)
+    after_run = balance(account.account_id)
+    calls = len(bedrock.calls)
+    data = get_run(function, context, account.api_key, created["run_id"])
+    # When every step is delivered again (Step Functions retries at least once)
+    function("orchestration/plan_canvas")(ids, context)
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    for node in nodes:
+        event = {**ids, "block_id": node.block_id, "block_type": node.type}
+        assert function(block_folder(node.type))(event, context)["status"] == "completed"
+    function("orchestration/finalize_run")(ids, context)
+    # Then nothing ran or was charged again
+    assert len(bedrock.calls) == calls
+    assert balance(account.account_id) == after_run
+    assert get_run(function, context, account.api_key, created["run_id"])["metadata"] == data["metadata"]
+
+
+def test_a_block_and_planning_are_debited_once_even_when_recorded_twice(aws, account):
+    # Given a planned canvas whose first block is running
+    store = Store()
+    before = balance(account.account_id)
+    from canvas_core.models.items import NodeItem, TaskItem
+
+    canvas_id = "6f1c2d4e-0000-4000-8000-000000000001"
+    node = NodeItem(canvas_id=canvas_id, block_id="b1", name="Analysis", type="prompt-block", status="running")
+    task = TaskItem(canvas_id=canvas_id, task_id="t1", name="tool", task_type="tool-call-task")
+    store.put_graph([node], [], canvas_id)
+    store.put_tasks([task])
+    # When two deliveries of the same block complete it, and planning is recorded twice
+    first = store.complete_block(canvas_id, "b1", ["t1"], debit_account=account.account_id, credits=7, content="x")
+    second = store.complete_block(canvas_id, "b1", ["t1"], debit_account=account.account_id, credits=7, content="y")
+    run_id = start_run_item(store, account.account_id)
+    planned = store.record_planning(run_id, account.account_id, ["m"], 3)
+    planned_again = store.record_planning(run_id, account.account_id, ["m"], 3)
+    # Then
+    assert (first, second, planned, planned_again) == (True, False, True, False)
+    assert before - balance(account.account_id) == 7 + 3
+    assert store.get_nodes(canvas_id, ["b1"])[0].content == "x"
+    # And debits of different runs add up (the balance is decremented in DynamoDB, not read and rewritten)
+    other = NodeItem(canvas_id=canvas_id, block_id="b2", name="Other", type="prompt-block", status="running")
+    store.put_graph([other], [], canvas_id)
+    store.complete_block(canvas_id, "b2", [], debit_account=account.account_id, credits=5, content="z")
+    assert before - balance(account.account_id) == 15
+
+
+def test_a_missing_account_does_not_lose_the_blocks_work(aws):
+    # Given a running block of a run whose account has gone
+    store = Store()
+    canvas_id = "6f1c2d4e-0000-4000-8000-000000000003"
+    from canvas_core.models.items import NodeItem
+
+    store.put_graph(
+        [NodeItem(canvas_id=canvas_id, block_id="b1", name="A", type="prompt-block", status="running")], [], canvas_id
+    )
+    run_id = start_run_item(store, "gone", run_id="7a1c2d4e-0000-4000-8000-000000000004")
+    # When it completes, and planning is recorded, with debits for that account
+    completed = store.complete_block(canvas_id, "b1", [], debit_account="gone", credits=4, content="kept")
+    planned = store.record_planning(run_id, "gone", ["m"], 2)
+    # Then the work and the usage are kept, and no account appears
+    assert (completed, planned) == (True, True)
+    assert store.get_nodes(canvas_id, ["b1"])[0].content == "kept"
+    assert store.get_run(run_id).planning_credits == 2
+    assert store.get_account("gone") is None
+
+
+def start_run_item(store: Store, account_id: str, run_id: str = "7a1c2d4e-0000-4000-8000-000000000002") -> str:
+    from canvas_core.models.items import RunItem
+
+    run = RunItem(
+        run_id=run_id,
+        account_id=account_id,
+        canvas_id="6f1c2d4e-0000-4000-8000-000000000001",
+        prompt="p",
+        template="auto",
+        created_at_ms=0,
+        estimated_duration_ms=0,
+    )
+    store.put_run(run)
+    return run.run_id
+
+
+def test_a_run_that_exhausts_the_balance_stops_as_partial(bedrock, aws, function, context, monkeypatch):
+    # Given an account with 3 credits and an analyst model dear enough to spend them in one block
+    account_id, api_key = create_account_with_key(credits=3)
+    monkeypatch.setenv("RESEARCHER_MODEL_ID", "anthropic.claude-opus-4-v1:0")
+    long_answer = "Tides follow the moon and the sun. " * 300
+    bedrock.replies(lambda c: long_answer if "Analyst agent" in c.system else default_reply(c))
+    created = start_run(function, context, api_key, {"prompt": "Explain tides"})
+    # When
+    drive(function, context, account_id, created)
+    # Then the analysis ran and was charged, the Writer was not started, and the run is partial
+    data = get_run(function, context, api_key, created["run_id"])
+    assert data["status"] == "partial"
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    assert [(n.type, n.status.value) for n in nodes] == [("prompt-block", "completed"), ("text-block", "skipped")]
+    [error] = data["errors"]
+    assert error["block_type"] == "text-block" and "run out of credits" in error["error"]
+    assert "Tides follow the moon and the sun" in data["result"]["final_output"]
+    consumed = data["metadata"]["credits_consumed"]
+    assert consumed == Store().get_run(created["run_id"]).planning_credits + nodes[0].credits
+    assert balance(account_id) == 3 - consumed < 0
+    # And the account can start no new run until credits are added
+    response = function("api/create_run")(load_event("create_run", api_key=api_key), context)
+    assert response["statusCode"] == 402
+    assert body_of(response)["error"] == (
+        f"Insufficient credits: the account balance is {3 - consumed}; add credits to start a run"
+    )
