@@ -1,0 +1,41 @@
+"""memo-block: a memo as a Word document (.docx): MEMORANDUM, the To / From / Date / Subject block, then a few
+short sections (summary, background, recommendation, next steps) and the sources."""
+
+from __future__ import annotations
+
+from canvas_core.blocks.context import BlockContext, BlockOutput
+from canvas_core.blocks.deliverable import CITE, compose, draft, request, run_date, sources, store
+from canvas_core.render import docx
+from canvas_core.render.structure import BulletList, MemoHeader, extract_fields, title_from, to_markdown
+
+INSTRUCTIONS = (
+    "Write this as a memo in Markdown. First lines: 'To: <audience>', 'From: <author>', 'Subject: <one line>'. "
+    "Then three to five short '## ' sections (Summary, Background, Options or Analysis, Recommendation, Next "
+    f"steps), each a few sentences or bullets at most. {CITE} No preamble."
+)
+DEFAULT_TO = "All stakeholders"
+DEFAULT_FROM = "Research team"
+MAX_SECTIONS = 6
+MAX_ITEMS = 8  # a memo is read in a minute: longer lists are cut
+
+
+def run(ctx: BlockContext) -> BlockOutput:
+    text = draft(ctx, INSTRUCTIONS)
+    memo = compose(ctx, text, with_input_tables=False)
+    fields = extract_fields(memo, ("to", "from", "subject", "re", "date"))
+    header = MemoHeader(
+        to=fields.get("to") or DEFAULT_TO,
+        sender=fields.get("from") or DEFAULT_FROM,
+        date=run_date(ctx),
+        subject=fields.get("subject") or fields.get("re") or memo.title or title_from(request(ctx)),
+    )
+    memo.title = header.subject
+    memo.sections = memo.sections[:MAX_SECTIONS]
+    for section in memo.sections:
+        for block in section.blocks:
+            if isinstance(block, BulletList):
+                block.items = block.items[:MAX_ITEMS]
+    data = docx.render_memo(memo, header)
+    artifact = store(ctx, header.subject, "docx", data, docx.CONTENT_TYPE, docx.check_docx, label="memo")
+    heading = f"To: {header.to}\nFrom: {header.sender}\nDate: {header.date.isoformat()}\nSubject: {header.subject}"
+    return BlockOutput(content=f"{heading}\n\n{to_markdown(memo)}", sources=sources(ctx), artifacts=[artifact])

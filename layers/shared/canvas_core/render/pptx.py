@@ -1,0 +1,412 @@
+"""Slide decks (python-pptx) for presentation-block, and `check_pptx`, which reopens a deck and reads it back.
+
+`plan_slides` turns a `Deliverable` into slides: a section's points become bullet slides, split so the text
+fits its placeholder (the estimate below is deliberately generous per character); a table becomes a native
+chart when it has a label and a number per row, and table slides of a few rows each. Every content slide's
+speaker notes list the sources it cites, or all of them.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import textwrap
+from dataclasses import dataclass, field
+
+from pptx import Presentation
+from pptx.chart.data import CategoryChartData
+from pptx.dml.color import RGBColor
+from pptx.enum.chart import XL_CHART_TYPE, XL_LEGEND_POSITION
+from pptx.enum.shapes import MSO_SHAPE
+from pptx.enum.text import MSO_AUTO_SIZE, PP_ALIGN
+from pptx.util import Emu, Inches, Pt
+
+from canvas_core.render import RenderCheckError
+from canvas_core.render.structure import (
+    BulletList,
+    Deliverable,
+    Paragraph,
+    Table,
+    chart_columns,
+    column_kinds,
+    data_rows,
+    long_date,
+    plain,
+    reference_text,
+    sentences,
+    spans,
+    typed_value,
+)
+
+CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+
+SLIDE_WIDTH, SLIDE_HEIGHT = Inches(13.333), Inches(7.5)
+MARGIN = Inches(0.6)
+TITLE_TOP, TITLE_HEIGHT = Inches(0.3), Inches(1.2)
+BODY_TOP, BODY_HEIGHT = Inches(1.7), Inches(5.15)
+CONTENT_WIDTH = SLIDE_WIDTH - 2 * MARGIN
+BODY_PT, TITLE_PT, SMALL_TITLE_PT = 20, 30, 24
+PARAGRAPH_GAP_PT = 8
+LINE_HEIGHT = 1.2  # a line is about 1.2 times the font size
+CHAR_WIDTH = 0.55  # of the font size: above Calibri's average, so estimates err towards splitting
+BULLET_INDENT = Inches(0.4)
+INSET = Inches(0.1)
+TABLE_ROWS_PER_SLIDE = 8
+TABLE_MAX_COLUMNS = 6
+TABLE_PT = 14
+MAX_NOTES_SOURCES = 12
+ACCENT = RGBColor(0x1F, 0x4E, 0x79)
+MUTED = RGBColor(0x6B, 0x6B, 0x6B)
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+
+
+@dataclass
+class SlideSpec:
+    title: str
+    bullets: list[str] = field(default_factory=list)
+    table: Table | None = None
+    chart: Table | None = None
+    divider: bool = False
+    notes: str = ""
+
+
+# ---- fitting text ---------------------------------------------------------------------------------------------
+
+
+def chars_per_line(width_emu: int, font_pt: float) -> int:
+    return max(8, int((Emu(width_emu).pt) / (font_pt * CHAR_WIDTH)))
+
+
+def text_height_pt(paragraphs: list[str], width_emu: int, font_pt: float) -> float:
+    """How tall the paragraphs stand when wrapped at `width_emu`, in points."""
+    per_line = chars_per_line(width_emu, font_pt)
+    lines = sum(max(1, len(textwrap.wrap(p, per_line))) for p in paragraphs)
+    return lines * font_pt * LINE_HEIGHT + PARAGRAPH_GAP_PT * len(paragraphs)
+
+
+def _body_text_width() -> int:
+    return CONTENT_WIDTH - BULLET_INDENT - 2 * INSET
+
+
+def _body_capacity_pt() -> float:
+    return Emu(BODY_HEIGHT - 2 * INSET).pt
+
+
+def fits_body(bullets: list[str]) -> bool:
+    return text_height_pt(bullets, _body_text_width(), BODY_PT) <= _body_capacity_pt()
+
+
+def _pieces(text: str) -> list[str]:
+    """A point short enough for one slide: whole, else by sentences, else by words."""
+    if fits_body([text]):
+        return [text]
+    out: list[str] = []
+    for sentence in sentences(text):
+        if fits_body([sentence]):
+            out.append(sentence)
+        else:
+            out += textwrap.wrap(sentence, chars_per_line(_body_text_width(), BODY_PT) * 6)
+    return out
+
+
+def split_bullets(bullets: list[str]) -> list[list[str]]:
+    """Bullets in groups that each fit the body placeholder, in order."""
+    groups: list[list[str]] = [[]]
+    for bullet in (piece for b in bullets for piece in _pieces(b)):
+        if groups[-1] and not fits_body([*groups[-1], bullet]):
+            groups.append([])
+        groups[-1].append(bullet)
+    return [g for g in groups if g]
+
+
+def title_size(title: str) -> int:
+    """The title's font size: smaller for a long title; what still does not fit two lines is shortened."""
+    width, room = CONTENT_WIDTH - 2 * INSET, Emu(TITLE_HEIGHT - 2 * INSET).pt
+    return TITLE_PT if text_height_pt([title], width, TITLE_PT) <= room else SMALL_TITLE_PT
+
+
+def fit_title(title: str) -> str:
+    limit = chars_per_line(CONTENT_WIDTH - 2 * INSET, SMALL_TITLE_PT) * 2 - 2
+    return title if len(title) <= limit else title[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+# ---- planning -------------------------------------------------------------------------------------------------
+
+
+def plan_slides(deck: Deliverable) -> list[SlideSpec]:
+    slides: list[SlideSpec] = []
+    for section in deck.sections:
+        title = section.title or "Overview"
+        bullets: list[str] = []
+        visuals: list[SlideSpec] = []
+        for block in section.blocks:
+            if isinstance(block, Paragraph):
+                if not block.code:
+                    bullets += [block.text] if fits_body([block.text]) else sentences(block.text)
+            elif isinstance(block, BulletList):
+                bullets += block.items
+            else:
+                visuals += _table_slides(block, title)
+        groups = split_bullets(bullets)
+        for n, group in enumerate(groups):
+            slides.append(SlideSpec(title=title if n == 0 else f"{title} (cont.)", bullets=group))
+        slides += visuals
+        if not groups and not visuals and section.title:
+            slides.append(SlideSpec(title=section.title, divider=True))
+    for slide in slides:
+        slide.notes = _notes(slide, deck)
+    return slides
+
+
+def _table_slides(table: Table, section_title: str) -> list[SlideSpec]:
+    name = plain(table.caption) or section_title
+    out = []
+    if chart_columns(table):
+        out.append(SlideSpec(title=name, chart=table))
+    chunks = [table.rows[i : i + TABLE_ROWS_PER_SLIDE] for i in range(0, len(table.rows), TABLE_ROWS_PER_SLIDE)]
+    for n, rows in enumerate(chunks or [[]]):
+        suffix = f" ({n + 1}/{len(chunks)})" if len(chunks) > 1 else ""
+        out.append(SlideSpec(title=name + suffix, table=Table(table.headers, rows, table.caption)))
+    return out
+
+
+def _notes(slide: SlideSpec, deck: Deliverable) -> str:
+    if not deck.references:
+        return ""
+    text = " ".join([slide.title, *slide.bullets])
+    cited = sorted({int(n) for n in _CITATION.findall(text) if 0 < int(n) <= len(deck.references)})
+    numbers = cited or list(range(1, len(deck.references) + 1))[:MAX_NOTES_SOURCES]
+    lines = [f"[{n}] {reference_text(deck.references[n - 1])}" for n in numbers]
+    return "Sources:\n" + "\n".join(lines)
+
+
+# ---- rendering ------------------------------------------------------------------------------------------------
+
+
+def render_deck(deck: Deliverable) -> bytes:
+    prs = Presentation()
+    _widescreen(prs)
+    prs.core_properties.title = deck.title
+    prs.core_properties.author = "Canvas Run Service"
+    _title_slide(prs, deck)
+    planned = plan_slides(deck)
+    for number, spec in enumerate(planned, start=2):
+        if spec.divider:
+            slide = prs.slides.add_slide(prs.slide_layouts[2])
+            _set_title(slide, spec.title, top=Inches(2.8))
+            slide.placeholders[1].element.getparent().remove(slide.placeholders[1].element)
+        elif spec.bullets:
+            slide = prs.slides.add_slide(prs.slide_layouts[1])
+            _set_title(slide, spec.title)
+            _fill_body(slide.placeholders[1], spec.bullets)
+        else:
+            slide = prs.slides.add_slide(prs.slide_layouts[5])
+            _set_title(slide, spec.title)
+            if spec.chart is not None:
+                _add_chart(slide, spec.chart)
+            elif spec.table is not None:
+                _add_table(slide, spec.table)
+        _decorate(slide, number, len(planned) + 1)
+        if spec.notes:
+            slide.notes_slide.notes_text_frame.text = spec.notes
+    buffer = io.BytesIO()
+    prs.save(buffer)
+    return buffer.getvalue()
+
+
+def _widescreen(prs) -> None:
+    """16:9, with the master's and layouts' placeholders stretched to match (slides added later inherit)."""
+    ratio = SLIDE_WIDTH / prs.slide_width
+    prs.slide_width, prs.slide_height = SLIDE_WIDTH, SLIDE_HEIGHT
+    shapes = list(prs.slide_master.shapes) + [ph for layout in prs.slide_layouts for ph in layout.placeholders]
+    for shape in shapes:
+        shape.left, shape.width = int(shape.left * ratio), int(shape.width * ratio)
+
+
+def _title_slide(prs, deck: Deliverable) -> None:
+    slide = prs.slides.add_slide(prs.slide_layouts[0])
+    fill = slide.background.fill
+    fill.solid()
+    fill.fore_color.rgb = ACCENT
+    title = slide.shapes.title
+    title.left, title.top, title.width, title.height = MARGIN, Inches(1.8), CONTENT_WIDTH, Inches(2.3)
+    frame = title.text_frame
+    frame.word_wrap = True
+    frame.text = fit_title(deck.title)
+    for run in frame.paragraphs[0].runs:
+        run.font.size, run.font.bold, run.font.color.rgb = Pt(40 if len(deck.title) < 60 else 32), True, _WHITE
+    subtitle = slide.placeholders[1]
+    subtitle.left, subtitle.top, subtitle.width, subtitle.height = MARGIN, Inches(4.3), CONTENT_WIDTH, Inches(1.2)
+    lines = [line for line in (deck.subtitle, long_date(deck.date) if deck.date else "") if line]
+    subtitle.text_frame.text = "\n".join(lines) or " "
+    for p in subtitle.text_frame.paragraphs:
+        for run in p.runs:
+            run.font.size, run.font.color.rgb = Pt(20), RGBColor(0xDD, 0xE6, 0xF0)
+    if deck.references:
+        slide.notes_slide.notes_text_frame.text = _notes(SlideSpec(title=deck.title), deck)
+
+
+_WHITE = RGBColor(0xFF, 0xFF, 0xFF)
+
+
+def _set_title(slide, text: str, top: int = TITLE_TOP) -> None:
+    title = slide.shapes.title
+    title.left, title.top, title.width, title.height = MARGIN, top, CONTENT_WIDTH, TITLE_HEIGHT
+    frame = title.text_frame
+    frame.word_wrap = True
+    frame.auto_size = MSO_AUTO_SIZE.TEXT_TO_FIT_SHAPE
+    text = fit_title(text)
+    frame.text = text
+    p = frame.paragraphs[0]
+    p.alignment = PP_ALIGN.LEFT
+    for run in p.runs:
+        run.font.size, run.font.bold, run.font.color.rgb = Pt(title_size(text)), True, ACCENT
+
+
+def _fill_body(body, bullets: list[str]) -> None:
+    body.left, body.top, body.width, body.height = MARGIN, BODY_TOP, CONTENT_WIDTH, BODY_HEIGHT
+    frame = body.text_frame
+    frame.word_wrap = True
+    # The split above keeps the text inside; the autofit flag keeps it there if someone edits the slide.
+    frame.auto_size = MSO_AUTO_SIZE.TEXT_TO_FIT_SHAPE
+    for side in ("margin_left", "margin_right", "margin_top", "margin_bottom"):
+        setattr(frame, side, INSET)
+    for n, bullet in enumerate(bullets):
+        p = frame.paragraphs[0] if n == 0 else frame.add_paragraph()
+        p.space_before, p.space_after, p.line_spacing = Pt(0), Pt(PARAGRAPH_GAP_PT), 1.0
+        for span in spans(bullet):
+            run = p.add_run()
+            run.text = span.text
+            run.font.size = Pt(BODY_PT)
+            run.font.bold = span.bold or None
+            run.font.italic = span.italic or None
+            if span.url:
+                run.hyperlink.address = span.url
+
+
+def _add_table(slide, table: Table) -> None:
+    columns = min(len(table.headers), TABLE_MAX_COLUMNS)
+    kinds = column_kinds(table)
+    rows = [table.headers[:columns], *(r[:columns] for r in table.rows)]
+    height = Inches(0.5) * len(rows)
+    shape = slide.shapes.add_table(len(rows), columns, MARGIN, BODY_TOP, CONTENT_WIDTH, height)
+    grid = shape.table
+    column_width = CONTENT_WIDTH // columns
+    limit = chars_per_line(column_width - Inches(0.2), TABLE_PT) * 2  # two lines a cell
+    for c in range(columns):
+        grid.columns[c].width = column_width
+    for r, values in enumerate(rows):
+        grid.rows[r].height = Inches(0.5)
+        for c, value in enumerate(values):
+            text = plain(value)
+            text = text if len(text) <= limit else text[: limit - 1] + "…"
+            cell = grid.cell(r, c)
+            cell.text = text
+            p = cell.text_frame.paragraphs[0]
+            cell.text_frame.word_wrap = True
+            if r > 0 and kinds[c] in ("number", "currency", "percent"):
+                p.alignment = PP_ALIGN.RIGHT
+            for run in p.runs:
+                run.font.size, run.font.bold = Pt(TABLE_PT), (r == 0) or None
+
+
+def _add_chart(slide, table: Table) -> None:
+    label, values = chart_columns(table)  # type: ignore[misc]
+    rows = data_rows(table)
+    data = CategoryChartData()
+    data.categories = [plain(r[label]) or "—" for r in rows]
+    kinds = column_kinds(table)
+    for c in values:
+        data.add_series(plain(table.headers[c]), [_number(r[c]) for r in rows])
+    long_labels = max(len(plain(r[label])) for r in rows) > 14
+    chart_type = XL_CHART_TYPE.BAR_CLUSTERED if long_labels else XL_CHART_TYPE.COLUMN_CLUSTERED
+    frame = slide.shapes.add_chart(chart_type, MARGIN, BODY_TOP, CONTENT_WIDTH, BODY_HEIGHT, data)
+    chart = frame.chart
+    chart.has_legend = len(values) > 1
+    if chart.has_legend:
+        chart.legend.position, chart.legend.include_in_layout = XL_LEGEND_POSITION.BOTTOM, False
+    chart.font.size = Pt(12)
+    if all(kinds[c] == "percent" for c in values):
+        chart.value_axis.tick_labels.number_format = "0%"
+        chart.value_axis.tick_labels.number_format_is_linked = False
+    plot = chart.plots[0]
+    plot.gap_width = 60
+    if len(values) == 1:
+        plot.series[0].format.fill.solid()
+        plot.series[0].format.fill.fore_color.rgb = ACCENT
+
+
+def _number(text: str) -> float | None:
+    value = typed_value(text).value
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _decorate(slide, number: int, total: int) -> None:
+    bar = slide.shapes.add_shape(MSO_SHAPE.RECTANGLE, 0, 0, SLIDE_WIDTH, Inches(0.12))
+    bar.fill.solid()
+    bar.fill.fore_color.rgb = ACCENT
+    bar.line.fill.background()
+    box = slide.shapes.add_textbox(
+        SLIDE_WIDTH - MARGIN - Inches(1.5), SLIDE_HEIGHT - Inches(0.55), Inches(1.5), Inches(0.4)
+    )
+    p = box.text_frame.paragraphs[0]
+    p.alignment = PP_ALIGN.RIGHT
+    run = p.add_run()
+    run.text = f"{number} / {total}"
+    run.font.size, run.font.color.rgb = Pt(11), MUTED
+
+
+# ---- the check ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SlideView:
+    title: str
+    texts: list[str]
+    notes: str
+    has_table: bool
+    has_chart: bool
+    overflowing: list[str] = field(default_factory=list)
+
+
+def check_pptx(data: bytes) -> list[SlideView]:
+    """Reopen a .pptx with python-pptx and read every slide back; RenderCheckError when it does not open, has
+    no slides, or a text box holds more text than it can show."""
+    try:
+        prs = Presentation(io.BytesIO(data))
+        views = [_view(slide) for slide in prs.slides]
+    except Exception as exc:
+        raise RenderCheckError(f"the file does not reopen as a PowerPoint deck ({type(exc).__name__})") from exc
+    if not views:
+        raise RenderCheckError("the deck has no slides")
+    for n, view in enumerate(views, start=1):
+        if view.overflowing:
+            raise RenderCheckError(f"slide {n} has more text than its box shows: {view.overflowing[0][:60]!r}")
+    return views
+
+
+def _view(slide) -> SlideView:
+    title = slide.shapes.title.text if slide.shapes.title is not None else ""
+    texts, overflowing = [], []
+    for shape in slide.shapes:
+        if not shape.has_text_frame:
+            continue
+        is_title = shape == slide.shapes.title
+        paragraphs = [p for p in shape.text_frame.paragraphs if "".join(r.text for r in p.runs)]
+        if not is_title:
+            texts += ["".join(r.text for r in p.runs) for p in paragraphs]
+        if paragraphs and shape.is_placeholder:
+            size = max((r.font.size.pt for p in paragraphs for r in p.runs if r.font.size), default=18)
+            width = shape.width - (0 if is_title else BULLET_INDENT) - 2 * INSET
+            needed = text_height_pt(["".join(r.text for r in p.runs) for p in paragraphs], width, size)
+            if needed > Emu(shape.height - 2 * INSET).pt:
+                overflowing.append(paragraphs[0].runs[0].text)
+    notes = slide.notes_slide.notes_text_frame.text if slide.has_notes_slide else ""
+    return SlideView(
+        title=title,
+        texts=texts,
+        notes=notes,
+        has_table=any(s.has_table for s in slide.shapes),
+        has_chart=any(s.has_chart for s in slide.shapes),
+        overflowing=overflowing,
+    )

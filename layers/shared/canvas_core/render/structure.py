@@ -1,0 +1,576 @@
+"""The plain data every renderer works from, and how block content becomes it.
+
+Blocks hand each other markdown-ish text. `parse_markdown` turns it into a `Deliverable`: a title, sections of
+paragraphs, bullet lists and tables, and the references cited as [n]. `tables_in_content` finds tables in an
+input (pipe tables, CSV from a .csv file, JSON rows), `typed_value` reads a cell as the number, percentage,
+amount or date it says, and `column_kinds` / `summable_columns` / `chart_columns` say what a table's columns
+hold, so that every format renders the same data the same way. Standard library only.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+# ---- the data ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Paragraph:
+    text: str
+    code: bool = False
+    # The lines as written (the text joins them): where a line break means something, e.g. a button's label.
+    lines: list[str] = field(default_factory=list, compare=False, repr=False)
+
+
+@dataclass
+class BulletList:
+    items: list[str]
+    ordered: bool = False
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+    def same_data(self, other: Table) -> bool:
+        return [plain(h) for h in self.headers] == [plain(h) for h in other.headers] and self.rows[:1] == other.rows[:1]
+
+
+Block = Paragraph | BulletList | Table
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    level: int = 1
+
+
+@dataclass
+class Reference:
+    """A source as a reader cites it: its title, where it is, and what part (a file's page)."""
+
+    title: str
+    url: str | None = None
+    detail: str = ""
+
+
+@dataclass
+class Deliverable:
+    title: str
+    sections: list[Section] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+    subtitle: str = ""
+    date: dt.date | None = None
+
+    def tables(self) -> list[Table]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, Table)]
+
+    def captioned_tables(self) -> list[Table]:
+        """The tables, each without a caption given its section's title."""
+        for section in self.sections:
+            for block in section.blocks:
+                if isinstance(block, Table):
+                    block.caption = block.caption or section.title
+        return self.tables()
+
+
+@dataclass
+class MemoHeader:
+    to: str
+    sender: str
+    date: dt.date
+    subject: str
+
+
+# ---- markdown-ish text -> Deliverable -------------------------------------------------------------------------
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_BOLD_LINE = re.compile(r"^\*\*([^*]{1,100}?)\*\*:?\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+•])\s+(.*)$")
+_ORDERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.*)$")
+_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_RULE = re.compile(r"^([-*_])(\s*\1){2,}$")  # a horizontal rule: a break, not content
+_TABLE_FRAGMENT = re.compile(r"^\|.*\|(\s*\[\d{1,3}\])*\.?$")
+
+
+def parse_markdown(text: str, title: str = "") -> Deliverable:
+    """Sections, paragraphs, lists and pipe tables of a text. A lone top-level heading becomes the title
+    (else `title`); content before the first heading is a section without a title."""
+    lines = (text or "").replace("\r\n", "\n").split("\n")
+    headings = [(i, m) for i, m in enumerate(_HEADING.match(line) for line in lines) if m]
+    top_level = [i for i, m in headings if len(m.group(1)) == 1]
+    # A single top-level heading that opens the headings is the title; several are sections.
+    title_index = top_level[0] if len(top_level) == 1 and headings[0][0] == top_level[0] else -1
+
+    sections: list[Section] = [Section(title="", level=1)]
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            written = [s.strip() for s in paragraph]
+            sections[-1].blocks.append(Paragraph(" ".join(written), lines=written))
+            paragraph.clear()
+
+    def add_item(item: str, ordered: bool) -> None:
+        if _TABLE_FRAGMENT.match(item.strip()):
+            return  # a table row outside a table is noise, not a point
+        blocks = sections[-1].blocks
+        if not (blocks and isinstance(blocks[-1], BulletList) and blocks[-1].ordered == ordered):
+            blocks.append(BulletList(items=[], ordered=ordered))
+        blocks[-1].items.append(item.strip())
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if _FENCE.match(line):
+            flush()
+            code: list[str] = []
+            i += 1
+            while i < len(lines) and not _FENCE.match(lines[i]):
+                code.append(lines[i])
+                i += 1
+            sections[-1].blocks.append(Paragraph("\n".join(code), code=True))
+        elif not stripped or _RULE.match(stripped):
+            flush()
+        elif heading := _HEADING.match(line):
+            flush()
+            if i == title_index:
+                title = plain(heading.group(2))
+            else:
+                sections.append(Section(title=plain(heading.group(2)), level=len(heading.group(1))))
+        elif bold := _BOLD_LINE.match(stripped):
+            flush()
+            sections.append(Section(title=bold.group(1).strip().rstrip(":"), level=4))
+        elif "|" in stripped and i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]) and "|" in lines[i + 1]:
+            flush()
+            rows = [_cells(line)]
+            i += 2
+            while i < len(lines) and "|" in lines[i] and lines[i].strip():
+                rows.append(_cells(lines[i]))
+                i += 1
+            sections[-1].blocks.append(_table(rows))
+            continue
+        elif stripped.startswith("|") and stripped.endswith("|") and _is_table_start(lines, i):
+            flush()
+            rows = []
+            while i < len(lines) and lines[i].strip().startswith("|"):
+                if not _SEPARATOR.match(lines[i]):
+                    rows.append(_cells(lines[i]))
+                i += 1
+            sections[-1].blocks.append(_table(rows))
+            continue
+        elif bullet := _BULLET.match(line):
+            flush()
+            add_item(bullet.group(1), ordered=False)
+        elif numbered := _ORDERED.match(line):
+            flush()
+            add_item(numbered.group(1), ordered=True)
+        elif line[:1] in " \t" and sections[-1].blocks and isinstance(sections[-1].blocks[-1], BulletList):
+            # An indented line under a list item continues it.
+            items = sections[-1].blocks[-1].items
+            items[-1] = f"{items[-1]} {stripped}"
+        else:
+            paragraph.append(line)
+        i += 1
+    flush()
+
+    kept = [s for s in sections if s.blocks or s.title]
+    _normalize_levels(kept)
+    return Deliverable(title=title, sections=kept)
+
+
+def _is_table_start(lines: list[str], i: int) -> bool:
+    return i + 1 < len(lines) and lines[i + 1].strip().startswith("|")
+
+
+def _cells(line: str) -> list[str]:
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", body)]
+
+
+def _table(rows: list[list[str]]) -> Table:
+    headers = rows[0]
+    width = len(headers)
+    body = [(r + [""] * width)[:width] for r in rows[1:]]
+    return Table(headers=headers, rows=body)
+
+
+def _normalize_levels(sections: list[Section]) -> None:
+    """The shallowest heading level used becomes 1, deeper ones 2 or 3."""
+    levels = sorted({s.level for s in sections if s.title})
+    rank = {level: min(i + 1, 3) for i, level in enumerate(levels)}
+    for s in sections:
+        s.level = rank.get(s.level, 1)
+
+
+def extract_fields(deliverable: Deliverable, names: tuple[str, ...]) -> dict[str, str]:
+    """Lines such as `To: Board` from the untitled lead section, removed from it (a memo's header). Fields on
+    consecutive lines arrive as one paragraph and are split at each label."""
+    found: dict[str, str] = {}
+    label = re.compile(rf"(?:^|\s)\**({'|'.join(names)})\**\s*:\**\s*", re.IGNORECASE)
+    for section in deliverable.sections:
+        if section.title:
+            break
+        kept: list[Block] = []
+        for block in section.blocks:
+            labels = list(label.finditer(block.text)) if isinstance(block, Paragraph) and not block.code else []
+            if not labels or labels[0].start() != 0:
+                kept.append(block)
+                continue
+            for this, following in zip(labels, [*labels[1:], None], strict=True):
+                value = block.text[this.end() : following.start() if following else None]
+                found.setdefault(this.group(1).lower(), plain(value).strip())
+        section.blocks = kept
+    deliverable.sections = [s for s in deliverable.sections if s.blocks or s.title]
+    return found
+
+
+# ---- tables in block outputs ----------------------------------------------------------------------------------
+
+
+def tables_in_content(text: str, caption: str = "", csv_text: bool = False) -> list[Table]:
+    """The tables in one block's output, each captioned by the heading it sits under (else `caption`): its
+    pipe tables, else JSON rows, else (when `csv_text`, for a CSV file) the whole text read as CSV or TSV."""
+    parsed = parse_markdown(text)
+    found = [(b, s.title) for s in parsed.sections for b in s.blocks if isinstance(b, Table)]
+    if not found:
+        found = [(t, "") for t in (_json_table(text), _csv_table(text) if csv_text else None) if t]
+    tables = []
+    for n, (table, heading) in enumerate(found, start=1):
+        table.caption = table.caption or heading or (caption if len(found) == 1 else f"{caption} ({n})")
+        tables.append(table)
+    return tables
+
+
+def _json_table(text: str) -> Table | None:
+    stripped = (text or "").strip()
+    if not stripped.startswith("["):
+        return None
+    try:
+        rows = json.loads(stripped)
+    except json.JSONDecodeError:
+        return None
+    if not rows or not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        return None
+    headers = list(dict.fromkeys(k for r in rows for k in r))
+    return Table(headers=[str(h) for h in headers], rows=[[_cell_text(r.get(h)) for h in headers] for r in rows])
+
+
+def _cell_text(value: object) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _csv_table(text: str) -> Table | None:
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    delimiter = next((d for d in ("\t", ",", ";") if d in lines[0]), None)
+    if delimiter is None:
+        return None
+    rows = list(csv.reader(lines, delimiter=delimiter))
+    width = len(rows[0])
+    if width < 2 or sum(len(r) == width for r in rows) < 0.9 * len(rows):
+        return None
+    return Table(
+        headers=[h.strip() for h in rows[0]], rows=[[c.strip() for c in (r + [""] * width)[:width]] for r in rows[1:]]
+    )
+
+
+# ---- typed cells ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A cell as what it says: `kind` is empty, int, float, percent, currency, date, datetime or text."""
+
+    value: object
+    kind: str
+    symbol: str = ""
+
+
+_NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
+_PLAIN_NUMBER = re.compile(rf"^(?P<sign>[-+\u2212]?)(?P<n>{_NUMBER})$")
+_PERCENT = re.compile(rf"^(?P<sign>[-+\u2212]?)(?P<n>{_NUMBER})\s?%$")
+_CURRENCY = re.compile(
+    r"^(?P<sign>[-+\u2212]?)(?P<sym>[$€£¥])\s?(?P<rest>[-\u2212]?[\d.].*)$|^(?P<rest2>[-+\u2212]?[\d.].*?)\s?(?P<sym2>[€£])$"
+)
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?$")
+_DATE_FORMATS = ("%Y/%m/%d", "%d %b %Y", "%d %B %Y", "%b %d, %Y", "%B %d, %Y", "%b %d %Y", "%B %d %Y")
+# strptime is slow: only text shaped like one of the formats above is tried with them.
+_DATE_SHAPE = re.compile(r"^(\d{4}/\d{1,2}/\d{1,2}|\d{1,2} [A-Za-z]{3,9} \d{4}|[A-Za-z]{3,9} \d{1,2},? \d{4})$")
+MAX_EXACT_DIGITS = 15  # beyond this a spreadsheet number loses digits: keep such values (ids, phone numbers) as text
+
+
+@lru_cache(maxsize=8192)
+def typed_value(text: str) -> Typed:
+    s = (text or "").strip()
+    if not s:
+        return Typed(None, "empty")
+    negative_parens = s.startswith("(") and s.endswith(")")
+    core = s[1:-1].strip() if negative_parens else s
+    if m := _PERCENT.match(core):
+        return Typed(_signed(m.group("sign"), m.group("n"), negative_parens) / 100, "percent")
+    if (m := _CURRENCY.match(core)) and (amount := _PLAIN_NUMBER.match(m.group("rest") or m.group("rest2"))):
+        value = _signed(amount.group("sign"), amount.group("n"), negative_parens)
+        return Typed(
+            -value if m.group("sign") in ("-", "\u2212") else value, "currency", m.group("sym") or m.group("sym2")
+        )
+    if m := _PLAIN_NUMBER.match(core):
+        digits = m.group("n").replace(",", "")
+        if (len(digits) > 1 and digits[0] == "0" and digits[1] != ".") or len(
+            digits.replace(".", "")
+        ) > MAX_EXACT_DIGITS:
+            return Typed(s, "text")  # leading zeros or too many digits: an identifier, not a quantity
+        value = _signed(m.group("sign"), m.group("n"), negative_parens)
+        return Typed(int(value), "int") if "." not in digits else Typed(value, "float")
+    if negative_parens:
+        return Typed(s, "text")
+    if _ISO_DATE.match(s):
+        try:
+            parsed = dt.datetime.fromisoformat(s)
+        except ValueError:
+            return Typed(s, "text")
+        return Typed(parsed.date(), "date") if len(s) == 10 else Typed(parsed, "datetime")
+    if not _DATE_SHAPE.match(s):
+        return Typed(s, "text")
+    for fmt in _DATE_FORMATS:
+        try:
+            return Typed(dt.datetime.strptime(s, fmt).date(), "date")
+        except ValueError:
+            continue
+    return Typed(s, "text")
+
+
+def _signed(sign: str, number: str, negative_parens: bool) -> float:
+    value = float(number.replace(",", ""))
+    return -value if sign in ("-", "\u2212") or negative_parens else value
+
+
+_NOT_SUMMABLE = re.compile(
+    r"\b(year|fy|id|rank|rate|ratio|percent|pct|share|avg|average|mean|median|price|score|age|index|code|zip|phone"
+    r"|growth|margin|min|max|minimum|maximum|range|height|depth|length|width|weight|temperature|level|distance"
+    r"|duration|speed|latitude|longitude|lat|lon)\b",
+    re.IGNORECASE,
+)
+_TOTAL_ROW = re.compile(r"^\W*(grand\s+)?totals?\b", re.IGNORECASE)
+
+
+def column_kinds(table: Table) -> list[str]:
+    """What each column holds: number, currency, percent, year, date or text (ignoring a total row)."""
+    rows = data_rows(table)
+    kinds = []
+    for c, header in enumerate(table.headers):
+        cells = [typed_value(r[c]) for r in rows if c < len(r)]
+        seen = {t.kind for t in cells if t.kind != "empty"}
+        if not seen:
+            kinds.append("text")
+        elif seen <= {"int"} and _looks_like_years(header, [t.value for t in cells if t.kind == "int"], c):
+            kinds.append("year")
+        elif seen <= {"int", "float"}:
+            kinds.append("number")
+        elif seen <= {"currency", "int", "float"} and "currency" in seen:
+            kinds.append("currency")
+        elif seen == {"percent"}:
+            kinds.append("percent")
+        elif seen <= {"date", "datetime"}:
+            kinds.append("date")
+        else:
+            kinds.append("text")
+    return kinds
+
+
+def _looks_like_years(header: str, values: list[object], column: int) -> bool:
+    in_range = all(1800 <= int(v) <= 2100 for v in values)  # type: ignore[call-overload]
+    return in_range and (column == 0 or bool(re.search(r"\b(year|fy)\b", header, re.IGNORECASE)))
+
+
+def data_rows(table: Table) -> list[list[str]]:
+    """The rows without a closing total row."""
+    if table.rows and _TOTAL_ROW.match(table.rows[-1][0] if table.rows[-1] else ""):
+        return table.rows[:-1]
+    return table.rows
+
+
+def has_total_row(table: Table) -> bool:
+    return len(data_rows(table)) != len(table.rows)
+
+
+def summable_columns(table: Table, kinds: list[str] | None = None) -> list[int]:
+    """Columns a total row should add up: amounts and counts, not years, rates, prices or averages."""
+    if has_total_row(table) or len(table.rows) < 2:
+        return []
+    return [
+        c
+        for c, kind in enumerate(kinds or column_kinds(table))
+        if kind in ("number", "currency") and not _NOT_SUMMABLE.search(table.headers[c])
+    ]
+
+
+MAX_CHART_POINTS = 24
+
+
+def chart_columns(table: Table) -> tuple[int, list[int]] | None:
+    """(label column, up to three value columns) when the table makes a sensible bar chart."""
+    rows = data_rows(table)
+    if not 2 <= len(rows) <= MAX_CHART_POINTS:
+        return None
+    kinds = column_kinds(table)
+    label = next((c for c, k in enumerate(kinds) if k in ("text", "year", "date")), None)
+    values = [c for c, k in enumerate(kinds) if k in ("number", "currency", "percent")][:3]
+    if label is None or not values:
+        return None
+    return label, values
+
+
+# ---- inline text ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    bold: bool = False
+    italic: bool = False
+    code: bool = False
+    url: str | None = None
+
+
+_INLINE = re.compile(
+    r"\*\*(?P<b>.+?)\*\*|__(?P<b2>.+?)__|`(?P<c>[^`]+)`|\[(?P<lt>[^\]]+)\]\((?P<lu>[^)\s]+)\)"
+    r"|(?<![\w*])\*(?P<i>[^*\s](?:[^*]*?[^*\s])?)\*(?![\w*])|(?<![\w_])_(?P<i2>[^_\s](?:[^_]*?[^_\s])?)_(?![\w_])"
+)
+
+
+def spans(text: str) -> list[Span]:
+    """Bold, italic, code and links of one line of markdown, as runs a renderer can style."""
+    out: list[Span] = []
+    pos = 0
+    for m in _INLINE.finditer(text or ""):
+        if m.start() > pos:
+            out.append(Span(text[pos : m.start()]))
+        if m.group("b") or m.group("b2"):
+            out.append(Span(m.group("b") or m.group("b2"), bold=True))
+        elif m.group("c"):
+            out.append(Span(m.group("c"), code=True))
+        elif m.group("lt"):
+            out.append(Span(m.group("lt"), url=safe_url(m.group("lu"))))
+        else:
+            out.append(Span(m.group("i") or m.group("i2"), italic=True))
+        pos = m.end()
+    if pos < len(text or ""):
+        out.append(Span(text[pos:]))
+    return out
+
+
+_MARKUP = re.compile(r"[*_`\[]")
+
+
+def plain(text: str) -> str:
+    """The text without its markdown markup."""
+    if not _MARKUP.search(text or ""):
+        return text or ""
+    return "".join(s.text for s in spans(text))
+
+
+def safe_url(url: str | None) -> str | None:
+    """The URL when it is a web or mail address; anything else (javascript:, data:) is dropped."""
+    if not url:
+        return None
+    url = url.strip()
+    return url if re.match(r"^(https?://|mailto:)[^\s<>\"']+$", url, re.IGNORECASE) else None
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])", text or "") if s.strip()]
+
+
+# ---- names ----------------------------------------------------------------------------------------------------
+
+
+def title_from(prompt: str, limit: int = 80) -> str:
+    """A deliverable's title from the request: its first line, without closing punctuation."""
+    lines = (prompt or "").strip().splitlines()
+    line = plain(lines[0]).strip().rstrip(".:;!?") if lines else ""
+    if len(line) > limit:
+        line = line[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return (line[:1].upper() + line[1:]) or "Untitled"
+
+
+def long_date(day: dt.date) -> str:
+    return f"{day:%B} {day.day}, {day.year}"
+
+
+def file_name(title: str, extension: str, fallback: str = "deliverable") -> str:
+    """A readable, portable file name: `Quarterly sales review` -> `quarterly-sales-review.xlsx`."""
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
+    if len(slug) > 60:
+        slug = slug[:60].rsplit("-", 1)[0]
+    return f"{slug or fallback}.{extension}"
+
+
+# ---- back to markdown (a block's content, the run's final output) ---------------------------------------------
+
+
+def to_markdown(deliverable: Deliverable) -> str:
+    out: list[str] = [f"# {deliverable.title}"]
+    if deliverable.subtitle:
+        out.append(deliverable.subtitle)
+    for section in deliverable.sections:
+        if section.title:
+            out.append("#" * (section.level + 1) + " " + section.title)
+        out.extend(block_markdown(b) for b in section.blocks)
+    if deliverable.references:
+        out.append("## References")
+        out.append("\n".join(f"[{n}] {reference_text(r)}" for n, r in enumerate(deliverable.references, start=1)))
+    return "\n\n".join(out)
+
+
+def block_markdown(block: Block) -> str:
+    if isinstance(block, Paragraph):
+        return f"```\n{block.text}\n```" if block.code else block.text
+    if isinstance(block, BulletList):
+        return "\n".join(f"{n}. {i}" if block.ordered else f"- {i}" for n, i in enumerate(block.items, start=1))
+    rows = [block.headers, *block.rows]
+    lines = ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines.insert(1, "|" + "---|" * len(block.headers))
+    return "\n".join(lines)
+
+
+def reference_text(reference: Reference) -> str:
+    parts = [reference.title]
+    if reference.detail:
+        parts.append(reference.detail)
+    if reference.url and reference.url != reference.title:
+        parts.append(reference.url)
+    return ". ".join(p.rstrip(".") for p in parts if p)
+
+
+def iter_text(deliverable: Deliverable) -> Iterator[str]:
+    """Every piece of text a deliverable shows, in order (titles, paragraphs, items, cells)."""
+    yield deliverable.title
+    for section in deliverable.sections:
+        yield section.title
+        for block in section.blocks:
+            if isinstance(block, Paragraph):
+                yield block.text
+            elif isinstance(block, BulletList):
+                yield from block.items
+            else:
+                yield from block.headers
+                yield from (c for r in block.rows for c in r)
