@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from bench import cold_import, makespan
+from bench import archive_limits, cold_import, makespan, render
 
-BENCHMARKS = {"cold_import": cold_import.main, "makespan": makespan.main}
+BENCHMARKS = {
+    "cold_import": cold_import.main,
+    "makespan": makespan.main,
+    "archive_limits": archive_limits.main,
+    "render": render.main,
+}
 
 
 def main() -> None:

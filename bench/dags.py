@@ -55,7 +55,7 @@ class Dag:
         return sum(waves.values())
 
 
-def layered_random_dag(rng: random.Random, min_blocks: int = 6, max_blocks: int = 30, median_s: float = 0.6) -> Dag:
+def layered_random_dag(rng: random.Random, min_blocks: int = 6, max_blocks: int = 30, median_s: float = 1.0) -> Dag:
     """Blocks in 3 to 6 layers, each fed by 1 to 3 blocks of earlier layers; lognormal latencies (skewed)."""
     count = rng.randint(min_blocks, max_blocks)
     layers = rng.randint(3, min(6, count))

@@ -20,7 +20,7 @@ from canvas_core.runs import create_run
 from canvas_local.stack import LocalStack
 
 SEED = 20261121
-RANDOM_DAGS = 20
+RANDOM_DAGS = 30
 API_KEY = "sk_canvas_bench_makespan_key_000000000000"
 
 
@@ -28,9 +28,9 @@ def suite() -> list[tuple[str, Dag]]:
     rng = random.Random(SEED)
     dags = [(f"layered-{i}", layered_random_dag(rng)) for i in range(RANDOM_DAGS)]
     # Shapes that finish on the critical path under any schedule, as a control.
-    dags.append(("chain", Dag([Block(0.3) for _ in range(6)], [(i, i + 1) for i in range(5)])))
-    dags.append(("fan", Dag([Block(0.2)] + [Block(0.2 + 0.1 * i) for i in range(8)] + [Block(0.2)],
-                            [(0, i) for i in range(1, 9)] + [(i, 9) for i in range(1, 9)])))
+    dags.append(("chain", Dag([Block(1.0) for _ in range(6)], [(i, i + 1) for i in range(5)])))
+    fan = [Block(1.0)] + [Block(0.6 + 0.2 * i) for i in range(8)] + [Block(1.0)]
+    dags.append(("fan", Dag(fan, [(0, i) for i in range(1, 9)] + [(i, 9) for i in range(1, 9)])))
     return dags
 
 

@@ -92,7 +92,9 @@ def test_errors_map_to_the_clients_exceptions(service, client):
     assert auth.value.error_message == "Invalid or revoked API key"
 
 
-def test_a_failed_run_raises_with_its_errors(client):
+def test_a_failed_run_raises_with_its_errors(client, monkeypatch):
+    # Given a deployment whose document-block has no implementation (the handlers run in this process)
+    monkeypatch.setattr("canvas_core.blocks.runner.implementation", lambda block_type: None)
     handle = client.runs.create("Write a report", blocks=["document-block"])
     with pytest.raises(SpineAPIError, match="not available in this deployment yet"):
         handle.wait(poll_interval=0.2, timeout=60)
