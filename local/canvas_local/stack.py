@@ -42,6 +42,16 @@ def seed_generated_account() -> tuple[str, str]:
     return create_account_with_key()
 
 
+OPERATOR_PREFIXES = ("OPENAI_", "SEARCH_", "WEB_", "YOUTUBE_", "DEEP_RESEARCH_", "ZIP_", "IMAGE_")
+OPERATOR_NAMES = frozenset(
+    {"MODEL_RETRY_BACKOFF_SECONDS", "BLOCK_TIMEOUT_SECONDS", "DOWNLOAD_URL_TTL_SECONDS", "MAX_PROMPT_CHARS"}
+)
+
+
+def is_operator_setting(name: str) -> bool:
+    return name.startswith(OPERATOR_PREFIXES) or name.endswith("_MODEL_ID") or name in OPERATOR_NAMES
+
+
 class LocalStack:
     """`with LocalStack(api_keys=["sk_canvas_test"]) as stack:` serves the API on `stack.base_url`.
 
@@ -207,6 +217,9 @@ class LocalStack:
                         merged[name],
                     )
         merged.setdefault("POWERTOOLS_METRICS_NAMESPACE", "CanvasRunService")
+        # Settings an operator gives in the environment (a model endpoint, model ids, a search provider) win
+        # over the template's defaults; names of tables, the bucket and AWS endpoints stay the stack's own.
+        merged.update({name: value for name, value in os.environ.items() if is_operator_setting(name)})
         merged.update(
             {
                 "MODEL_PROVIDER": self.provider,
@@ -220,11 +233,19 @@ class LocalStack:
                 "MOTO_PORT": str(self._moto.get_host_and_port()[1]) if self._moto else "5000",
             }
         )
+        if self.provider == "bedrock":
+            # Bedrock is the one service that is real: its own endpoint, and the caller's credentials (moto
+            # accepts any, so they stay in the environment for every client).
+            merged["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = f"https://bedrock-runtime.{REGION}.amazonaws.com"
+            for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+                if os.environ.get(name):
+                    merged[name] = os.environ[name]
         for name, value in merged.items():
             self._saved_environ.setdefault(name, os.environ.get(name))
             os.environ[name] = value
-        # A real session token would be sent along with the dummy keys.
-        self._saved_environ.setdefault("AWS_SESSION_TOKEN", os.environ.pop("AWS_SESSION_TOKEN", None))
+        if self.provider != "bedrock":
+            # A real session token would be sent along with the dummy keys.
+            self._saved_environ.setdefault("AWS_SESSION_TOKEN", os.environ.pop("AWS_SESSION_TOKEN", None))
         self.environment = merged
         _forget_cached_clients()
 

@@ -167,3 +167,28 @@ def test_canvas_serve_prints_its_url_and_key_then_stops_cleanly_on_ctrl_c():
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_operator_settings_in_the_environment_win_over_the_templates(local_stack_factory, monkeypatch):
+    # Given an operator pointing the openai provider at their own endpoint and model
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    monkeypatch.setenv("WRITER_MODEL_ID", "llama3.2")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAREALKEY")
+    # When
+    stack = local_stack_factory(provider="openai")
+    # Then their settings reach the functions, and AWS stays moto with dummy keys
+    assert os.environ["OPENAI_BASE_URL"] == "http://127.0.0.1:11434/v1"
+    assert os.environ["WRITER_MODEL_ID"] == "llama3.2"
+    assert os.environ["MODEL_PROVIDER"] == "openai"
+    assert os.environ["AWS_ENDPOINT_URL"] == stack.endpoint_url
+    assert os.environ["AWS_ACCESS_KEY_ID"] == "testing"
+    assert os.environ["TASKS_TABLE_NAME"] == "TasksTable"
+
+
+def test_with_bedrock_only_bedrock_leaves_the_machine(local_stack_factory, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAREALKEY")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "real-secret")
+    stack = local_stack_factory(provider="bedrock")
+    assert os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] == "https://bedrock-runtime.us-east-1.amazonaws.com"
+    assert os.environ["AWS_ENDPOINT_URL"] == stack.endpoint_url
+    assert os.environ["AWS_ACCESS_KEY_ID"] == "AKIAREALKEY"
