@@ -6,7 +6,10 @@
 - `FakeOpenAI`: an OpenAI-compatible `POST {base}/chat/completions`; errors as `{"error": {...}}` with
   Retry-After on 429.
 
-Each records the calls it got (`calls`: model, system, prompt, headers), answers with `reply(call) -> text`
+Both take images beside the prompt as their APIs do (a Converse `image` block, whose bytes boto3 sends in
+base64; a chat-completions `image_url` part with a data URL) and record them decoded (`Call.images`).
+
+Each records the calls it got (`calls`: model, system, prompt, images, headers), answers with `reply(call) -> text`
 (by default a plan for the Planner and a short cited answer otherwise), counts tokens deterministically
 (`tokens(text)`), and fails the next calls on demand (`fail_next(status, code, times)`).
 
@@ -16,6 +19,8 @@ Each records the calls it got (`calls`: model, system, prompt, headers), answers
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import threading
 from collections.abc import Callable
@@ -26,12 +31,19 @@ from typing import Any, Self
 from urllib.parse import unquote
 
 PLANNER_MARK = "You are the Planner agent"
+IMAGE_TOKENS = 100  # what the fakes count for each image a call carries
 DEFAULT_PLAN = {
     "steps": [
         {"id": "s1", "type": "prompt-block", "title": "Key facts", "persona": "Analyst", "inputs": []},
         {"id": "s2", "type": "text-block", "title": "Answer", "persona": "Writer", "inputs": ["s1"]},
     ]
 }
+
+
+@dataclass(frozen=True)
+class Image:
+    format: str  # png, jpeg, gif, webp
+    data: bytes
 
 
 @dataclass
@@ -41,6 +53,7 @@ class Call:
     prompt: str
     headers: dict[str, str]
     body: dict[str, Any]
+    images: list[Image] = field(default_factory=list)
 
 
 @dataclass
@@ -55,6 +68,11 @@ class Failure:
 def tokens(text: str) -> int:
     """The fake's token count: one per word, so tests can predict usage."""
     return len(text.split())
+
+
+def input_tokens(call: Call) -> int:
+    """The fake's count of what a call sent: its words and a fixed amount per image."""
+    return tokens(call.system + " " + call.prompt) + IMAGE_TOKENS * len(call.images)
 
 
 def default_reply(call: Call) -> str:
@@ -195,11 +213,17 @@ class FakeBedrock(_FakeServer):
         if len(parts) != 4 or parts[1] != "model" or parts[3] != "converse":
             return None
         system = "".join(s.get("text", "") for s in body.get("system", []))
-        prompt = "".join(c.get("text", "") for m in body.get("messages", []) for c in m.get("content", []))
-        return Call(model=unquote(parts[2]), system=system, prompt=prompt, headers=headers, body=body)
+        content = [c for m in body.get("messages", []) for c in m.get("content", [])]
+        prompt = "".join(c.get("text", "") for c in content)
+        images = [
+            Image(c["image"].get("format", ""), base64.b64decode(c["image"].get("source", {}).get("bytes", "")))
+            for c in content
+            if "image" in c
+        ]
+        return Call(model=unquote(parts[2]), system=system, prompt=prompt, headers=headers, body=body, images=images)
 
     def _answer(self, call: Call, text: str) -> dict[str, Any]:
-        used_in, used_out = tokens(call.system + " " + call.prompt), tokens(text)
+        used_in, used_out = input_tokens(call), tokens(text)
         return {
             "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
             "stopReason": "end_turn",
@@ -229,8 +253,16 @@ class FakeOpenAI(_FakeServer):
             return None
         messages = body.get("messages", [])
         system = "".join(m.get("content", "") for m in messages if m.get("role") == "system")
-        prompt = "".join(m.get("content", "") for m in messages if m.get("role") == "user")
-        return Call(model=body.get("model", ""), system=system, prompt=prompt, headers=headers, body=body)
+        parts: list[dict[str, Any]] = []  # a user message's content: a string, or text and image_url parts
+        for message in messages:
+            if message.get("role") == "user":
+                content = message.get("content") or ""
+                parts += content if isinstance(content, list) else [{"type": "text", "text": content}]
+        prompt = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
+        images = [_data_url(p.get("image_url", {}).get("url", "")) for p in parts if p.get("type") == "image_url"]
+        return Call(
+            model=body.get("model", ""), system=system, prompt=prompt, headers=headers, body=body, images=images
+        )
 
     def _refuse(self, headers: dict[str, str]) -> dict[str, Any] | None:
         if self.api_key and headers.get("authorization") != f"Bearer {self.api_key}":
@@ -244,7 +276,7 @@ class FakeOpenAI(_FakeServer):
         return None
 
     def _answer(self, call: Call, text: str) -> dict[str, Any]:
-        used_in, used_out = tokens(call.system + " " + call.prompt), tokens(text)
+        used_in, used_out = input_tokens(call), tokens(text)
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -257,3 +289,14 @@ class FakeOpenAI(_FakeServer):
     def _error(self, failure: Failure) -> tuple[dict[str, str], dict[str, Any]]:
         extra = {"Retry-After": failure.retry_after} if failure.retry_after is not None else {}
         return extra, {"error": {"message": failure.message, "type": "requests", "code": failure.code}}
+
+
+def _data_url(url: str) -> Image:
+    """An image from `data:image/<format>;base64,<data>`; anything else is recorded with no format and no bytes."""
+    head, _, data = url.partition(",")
+    if not (head.startswith("data:image/") and head.endswith(";base64")):
+        return Image(format="", data=b"")
+    try:
+        return Image(format=head[len("data:image/") : -len(";base64")], data=base64.b64decode(data, validate=True))
+    except binascii.Error:
+        return Image(format="", data=b"")

@@ -1,7 +1,7 @@
 """image-block without an upload: an image the block makes.
 
 With an image model, the model draws what was asked: a provider that offers
-`generate_image(*, prompt, width, height) -> (image bytes, model id)`, or Amazon Bedrock when `IMAGE_MODEL_ID`
+`generate_image(*, prompt, width, height) -> (image bytes, model id)`: the Bedrock provider when `IMAGE_MODEL_ID`
 names an image model (Amazon Nova Canvas, `amazon.nova-canvas-v1:0`, or Titan Image Generator). Without one
 (the offline provider), the block draws a real PNG itself: a bar chart of the first table in its inputs that
 has a label and numbers per row, else a title card.
@@ -9,24 +9,20 @@ has a label and numbers per row, else a title card.
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 from typing import Any, Protocol
 
-from botocore.exceptions import ClientError
-
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import input_tables, request, sources, store
-from canvas_core.errors import BlockFatalError, BlockRetryableError
+from canvas_core.errors import BlockFatalError
 from canvas_core.providers.base import Completion
+from canvas_core.providers.bedrock import BedrockImageModel
 from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import block_markdown, chart_columns, plain, sentences, title_from
 
 WIDTH, HEIGHT = 1280, 720  # 16:9, multiples of 16 as image models require
 IMAGE_KINDS = ("png", "jpeg", "webp")  # the artifact types a generated image can have
 MAX_PROMPT_CHARS = 1024  # Nova Canvas and Titan read at most this much text
-_RETRYABLE = {"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "InternalServerException"}
 
 
 class ImageModel(Protocol):
@@ -102,33 +98,3 @@ def _subtitle(ctx: BlockContext) -> str:
         if first:
             return first[0][:120]
     return ""
-
-
-class BedrockImageModel:
-    """Amazon Bedrock text-to-image models that take the TEXT_IMAGE request (Nova Canvas, Titan Image)."""
-
-    def __init__(self, model_id: str, runtime: Any = None):
-        self.model_id = model_id
-        self._runtime = runtime
-
-    def generate_image(self, *, prompt: str, width: int, height: int) -> tuple[bytes, str]:
-        from canvas_core.adapters.aws import client
-
-        runtime = self._runtime or client("bedrock-runtime")
-        body = {
-            "taskType": "TEXT_IMAGE",
-            "textToImageParams": {"text": prompt},
-            "imageGenerationConfig": {"numberOfImages": 1, "width": width, "height": height, "quality": "standard"},
-        }
-        try:
-            response = runtime.invoke_model(
-                modelId=self.model_id, body=json.dumps(body), accept="application/json", contentType="application/json"
-            )
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            message = f"Bedrock {error.get('Code', '')} for {self.model_id}: {error.get('Message', '')}"
-            raise (BlockRetryableError if error.get("Code") in _RETRYABLE else BlockFatalError)(message) from exc
-        payload = json.loads(response["body"].read())
-        if payload.get("error") or not payload.get("images"):
-            raise BlockFatalError(f"{self.model_id} made no image: {payload.get('error') or 'empty answer'}")
-        return base64.b64decode(payload["images"][0]), self.model_id

@@ -60,7 +60,7 @@ def describe(ctx: BlockContext, upload: Upload, data: bytes, info: ImageInfo) ->
             prompt=prompt,
             image=data,
             image_format="jpeg" if upload.extension == "jpg" else upload.extension,
-            role="researcher",
+            role="vision",  # VISION_MODEL_ID, else the writer's model
         )
     except BlockFatalError as exc:  # the metadata still stands without a description
         return f"(not available: {exc})"

@@ -9,10 +9,14 @@ or a JSON object with `api_key`; read once per container), and the model per rol
 408, 409, 425, 429 (except an exhausted quota) and 5xx answers, timeouts and dropped connections are retried
 here, honouring Retry-After, then raised as `BlockRetryableError`; other errors are `BlockFatalError` with the
 endpoint's own message.
+
+A multimodal model describes an image (`describe_image`): a user message with a text part and an `image_url`
+part holding the image as a data URL.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import urllib.error
@@ -61,9 +65,17 @@ class OpenAIProvider:
         return self.model_id or model_for_role(role, self.DEFAULT_MODEL_ID)
 
     def complete(self, *, system: str, prompt: str, role: str) -> Completion:
-        model_id = self.model_for(role)
-        messages = [{"role": "system", "content": system}] if system else []
-        messages.append({"role": "user", "content": prompt})
+        return self._chat(self.model_for(role), system, prompt)
+
+    def describe_image(self, *, system: str, prompt: str, image: bytes, image_format: str, role: str) -> Completion:
+        """The model's words on an image (PNG, JPEG, GIF or WebP), sent as a data URL beside the prompt."""
+        url = f"data:image/{image_format};base64,{base64.b64encode(image).decode()}"
+        parts = [{"type": "text", "text": prompt}, {"type": "image_url", "image_url": {"url": url}}]
+        return self._chat(self.model_for(role), system, parts)
+
+    def _chat(self, model_id: str, system: str, content: str | list[dict[str, Any]]) -> Completion:
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": content})
         body = json.dumps({"model": model_id, "messages": messages}).encode()
         payload = with_retries(
             lambda: self._post(model_id, body), attempts=self.attempts, backoff_seconds=self.backoff_seconds

@@ -2,7 +2,8 @@
 ResearcherModelId parameters set these variables):
 
 1. `<ROLE>_MODEL_ID` for that role when set: `PLANNER_MODEL_ID`, `WRITER_MODEL_ID`, `RESEARCHER_MODEL_ID`,
-   or any other role's (e.g. `REVIEWER_MODEL_ID`);
+   or any other role's (e.g. `REVIEWER_MODEL_ID`, or `VISION_MODEL_ID` for `vision`, the multimodal model that
+   describes uploaded images);
 2. for the roles that read and analyse (analyst, librarian, reviewer), `RESEARCHER_MODEL_ID`;
 3. otherwise `WRITER_MODEL_ID`;
 4. the provider's default.
