@@ -20,9 +20,9 @@ from unittest import mock
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.errors import BlockFatalError, BlockRetryableError
-from canvas_core.models.catalog import BlockType, TaskType
-from canvas_core.models.items import EdgeItem, NodeItem, RunItem, TaskItem
-from canvas_core.planner import Plan, parent_task_id, persona_task_id
+from canvas_core.models.catalog import BlockType
+from canvas_core.models.items import EdgeItem, NodeItem, RunItem
+from canvas_core.planner import Plan, task_tree
 
 
 @dataclass
@@ -90,25 +90,7 @@ def plan_for(run: RunItem, dag: Dag) -> Plan:
         for i, block in enumerate(dag.blocks)
     ]
     edges = [EdgeItem(source_id=ids[s], target_id=ids[t]) for s, t in dag.edges]
-    parent = TaskItem(
-        canvas_id=run.canvas_id,
-        task_id=parent_task_id(run.canvas_id),
-        name="Scripted canvas",
-        task_type=TaskType.PARENT,
-    )
-    personas = [
-        TaskItem(
-            canvas_id=run.canvas_id,
-            task_id=persona_task_id(run.canvas_id, node.block_id),
-            parent_id=parent.task_id,
-            name=f"Writer: {node.name}",
-            task_type=TaskType.PERSONA,
-            block_id=node.block_id,
-            position=i + 1,
-        )
-        for i, node in enumerate(nodes)
-    ]
-    return Plan(nodes=nodes, edges=edges, tasks=[parent, *personas])
+    return Plan(nodes=nodes, edges=edges, tasks=task_tree(run, nodes))
 
 
 class Script:

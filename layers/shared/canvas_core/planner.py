@@ -155,7 +155,7 @@ def _build(run: RunItem, steps: list[PlanStep]) -> Plan:
         )
         plan.nodes.append(node)
         plan.edges += [EdgeItem(source_id=source, target_id=block_id) for source in node.inputs]
-    plan.tasks = _task_tree(run, plan.nodes)
+    plan.tasks = task_tree(run, plan.nodes)
     return plan
 
 
@@ -170,7 +170,8 @@ def _name(text: str) -> str:
     return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 3].rstrip() + "..."
 
 
-def _task_tree(run: RunItem, nodes: list[NodeItem]) -> list[TaskItem]:
+def task_tree(run: RunItem, nodes: list[NodeItem]) -> list[TaskItem]:
+    """The parent-task of a canvas and a persona-task for each block (tool-call-tasks come as blocks run)."""
     parent = TaskItem(
         canvas_id=run.canvas_id,
         task_id=parent_task_id(run.canvas_id),
