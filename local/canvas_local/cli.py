@@ -40,8 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def serve(args: argparse.Namespace) -> int:
     stopping = threading.Event()
-    # SIGTERM (docker stop, kill) should shut down as cleanly as Ctrl-C.
+    # SIGTERM (docker stop, kill) shuts down as cleanly as Ctrl-C; SIGINT is set too, because a process
+    # started in the background by a non-interactive shell inherits it ignored.
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
     stack = LocalStack(
         args.template,
         api_keys=args.api_key,
