@@ -19,22 +19,10 @@ from canvas_core.providers.openai import OpenAIProvider, _secret_api_key
 from canvas_core.providers.roles import model_for_role
 from tests.fakes.model_servers import FakeBedrock, FakeOpenAI, tokens
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("model_env")]
 
 SYSTEM = "You are the Writer agent."
 PROMPT = "Question: What lives in tide pools?"
-
-
-@pytest.fixture(autouse=True)
-def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("PLANNER_MODEL_ID", "WRITER_MODEL_ID", "RESEARCHER_MODEL_ID", "REVIEWER_MODEL_ID", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -26,24 +26,12 @@ from canvas_core.providers.openai import OpenAIProvider
 from tests.fakes import files
 from tests.fakes.model_servers import IMAGE_TOKENS, FakeBedrock, FakeOpenAI, Image, tokens
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("model_env")]
 
 SYSTEM = "You are the Researcher agent."
 PROMPT = "Describe the image red.png for a research team."
 PNG = files.image("png", (4, 4))
 DESCRIPTION = "A red square on a white ground."
-
-
-@pytest.fixture(autouse=True)
-def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("WRITER_MODEL_ID", "RESEARCHER_MODEL_ID", "VISION_MODEL_ID", "IMAGE_MODEL_ID", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass, field
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.errors import BlockFatalError
 from canvas_core.gather.fetch import Fetcher
 from canvas_core.gather.index import search_inputs
 from canvas_core.gather.research import (
@@ -26,9 +25,10 @@ from canvas_core.gather.research import (
     read_results,
     render_notes,
     search,
+    search_provider,
     task_of,
 )
-from canvas_core.gather.search import SearchError, SearchProvider, get_search_provider
+from canvas_core.gather.search import SearchProvider
 from canvas_core.gather.settings import GatherSettings, gather_settings
 
 QUERIES_PER_ROUND = 3
@@ -62,10 +62,7 @@ class Budget:
 
 def run(ctx: BlockContext) -> BlockOutput:
     settings = gather_settings()
-    try:
-        provider = get_search_provider(settings)
-    except SearchError as exc:
-        raise BlockFatalError(str(exc)) from exc
+    provider = search_provider(settings)
     task = task_of(ctx)
     budget = Budget(settings)
     fetcher = Fetcher(settings)

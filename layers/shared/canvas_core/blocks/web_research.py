@@ -10,17 +10,13 @@ from __future__ import annotations
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.errors import BlockFatalError
 from canvas_core.gather.fetch import Fetcher
-from canvas_core.gather.research import plan_queries, read_results, render_notes, search, task_of
-from canvas_core.gather.search import SearchError, get_search_provider
+from canvas_core.gather.research import plan_queries, read_results, render_notes, search, search_provider, task_of
 from canvas_core.gather.settings import gather_settings
 
 
 def run(ctx: BlockContext) -> BlockOutput:
     settings = gather_settings()
-    try:
-        provider = get_search_provider(settings)
-    except SearchError as exc:
-        raise BlockFatalError(str(exc)) from exc
+    provider = search_provider(settings)
     task = task_of(ctx)
     if provider.name == "none":
         return BlockOutput(

@@ -15,7 +15,8 @@ from canvas_core.errors import BlockFatalError, BlockRetryableError
 from canvas_core.gather.fetch import Fetcher, FetchError
 from canvas_core.gather.index import STOPWORDS
 from canvas_core.gather.pages import PageError, WebPage, read_page, urls_in
-from canvas_core.gather.search import SearchError, SearchProvider, SearchResult
+from canvas_core.gather.search import SearchError, SearchProvider, SearchResult, get_search_provider
+from canvas_core.gather.settings import GatherSettings
 from canvas_core.models.items import Source
 
 NOTE_SOURCE_CHARS = 12_000
@@ -42,6 +43,14 @@ class Note:
         if self.url:
             return self.url
         return f"{self.file_name}" + (f", page {self.page}" if self.page else "")
+
+
+def search_provider(settings: GatherSettings) -> SearchProvider:
+    """The configured search provider; a misconfiguration fails the block with its reason."""
+    try:
+        return get_search_provider(settings)
+    except SearchError as exc:
+        raise BlockFatalError(str(exc)) from exc
 
 
 def task_of(ctx: BlockContext) -> str:
