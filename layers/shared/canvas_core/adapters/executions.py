@@ -30,7 +30,8 @@ class Executions:
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
-                return f"{self.settings.state_machine_arn}:{run_id}"
+                # Started already (a retried request): its ARN, as Step Functions names executions.
+                return f"{self.settings.state_machine_arn.replace(':stateMachine:', ':execution:')}:{run_id}"
             raise StorageError(f"StartExecution failed: {exc.response.get('Error', {}).get('Code')}") from exc
         return response["executionArn"]
 
