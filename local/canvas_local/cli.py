@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
 import sys
@@ -10,6 +11,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from canvas_local.lambda_runtime import DEFAULT_CONCURRENCY
 from canvas_local.stack import DEFAULT_TEMPLATE, PROVIDERS, LocalStack
 
 
@@ -27,6 +29,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed an account holding KEY (repeatable); without it one key is generated",
     )
     serve.add_argument("--provider", choices=PROVIDERS, default="offline", help="MODEL_PROVIDER")
+    serve.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep accounts, keys, runs, canvases, tasks and artifacts in DIR across restarts (default: memory only)",
+    )
+    serve.add_argument(
+        "--max-concurrent-runs",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="runs one account may have running at once; the next create gets 429 (default: the template's, 10)",
+    )
+    serve.add_argument(
+        "--function-concurrency",
+        type=_positive,
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help=f"execution environments per function, one invocation each at a time (default {DEFAULT_CONCURRENCY})",
+    )
     serve.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE, help=argparse.SUPPRESS)
     create = commands.add_parser(
         "create-key",
@@ -38,12 +61,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def serve(args: argparse.Namespace) -> int:
     stopping = threading.Event()
     # SIGTERM (docker stop, kill) shuts down as cleanly as Ctrl-C; SIGINT is set too, because a process
     # started in the background by a non-interactive shell inherits it ignored.
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    overrides = {}
+    if args.max_concurrent_runs is not None:
+        overrides["MaxConcurrentRunsPerAccount"] = str(args.max_concurrent_runs)
     stack = LocalStack(
         args.template,
         api_keys=args.api_key,
@@ -51,17 +84,30 @@ def serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         provider=args.provider,
+        parameter_overrides=overrides,
+        function_concurrency=args.function_concurrency,
+        state_dir=args.state_dir,
     )
-    with stack:
+    try:
+        stack.start()
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        print(f"canvas serve: {args.host}:{args.port} is in use; choose another port with --port", file=sys.stderr)
+        return 2
+    try:
         print(f"Canvas Run Service listening on {stack.base_url}", flush=True)
         if stack.generated_key:
             print(f"API key: {stack.generated_key}", flush=True)
-        try:
-            while not stopping.wait(0.5):
-                pass
-        except KeyboardInterrupt:
+        if args.state_dir is None:
+            print("State is kept in memory and lost when this process stops (--state-dir DIR keeps it)", flush=True)
+        else:
+            print(f"State is kept in {args.state_dir}", flush=True)
+        while not stopping.wait(1):
             pass
-        print("Shutting down", flush=True)
+        print("Shutting down: runs in flight are ended as failed", flush=True)
+    finally:
+        stack.stop()
     return 0
 
 

@@ -2,13 +2,14 @@
 
 On AWS, Step Functions emits that event whenever an execution ends, and the rules in template.yaml deliver
 the matching ones to their function (FailRunFunction marks a run failed when its execution failed, timed
-out or was aborted outside the state machine's own Catch). moto emits no events, so a watcher polls the
-executions and delivers, for each ending it sees, the event Step Functions would have sent.
+out or was aborted outside the state machine's own Catch). moto emits no events, so moto_patch reports each
+ending and the watcher delivers, for each, the event Step Functions would have sent.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import uuid
 from collections.abc import Callable
@@ -21,7 +22,6 @@ from canvas_local.lambda_runtime import ACCOUNT_ID, REGION
 LOG = logging.getLogger(__name__)
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
-POLL_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,8 @@ def status_change_event(execution: dict[str, Any]) -> dict[str, Any]:
 
 
 class ExecutionWatcher:
-    """Polls the state machines' executions and delivers each ending to the rules that match it."""
+    """Delivers each execution's ending to the rules that match it, one at a time on a thread of its own
+    (as EventBridge calls targets apart from the execution). `notify(arn)` is called when one ends."""
 
     def __init__(
         self,
@@ -82,52 +83,44 @@ class ExecutionWatcher:
         state_machine_arns: list[str],
         rules: list[EventRule],
         deliver: Callable[[str, dict[str, Any]], None],
+        after_each: Callable[[], None] | None = None,
     ):
         self.sfn = sfn
-        self.state_machine_arns = state_machine_arns
+        self.state_machine_arns = set(state_machine_arns)
         self.rules = rules
         self.deliver = deliver
-        self._ended: set[str] = set()
-        self._stopping = threading.Event()
+        self.after_each = after_each
+        self._endings: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        if not self.rules:
-            return
         self._thread = threading.Thread(target=self._run, name="execution-watcher", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        self._stopping.set()
+    def stop(self, timeout: float = 5) -> None:
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._endings.put(None)
+            self._thread.join(timeout=timeout)
             self._thread = None
 
-    def poll(self) -> None:
-        """One pass: deliver the events of executions that ended since the last pass."""
-        for arn in self.state_machine_arns:
-            for summary in self._executions(arn):
-                if summary["status"] == "RUNNING" or summary["executionArn"] in self._ended:
-                    continue
-                self._ended.add(summary["executionArn"])
-                execution = self.sfn.describe_execution(executionArn=summary["executionArn"])
-                event = status_change_event(execution)
-                for rule in self.rules:
-                    if matches(rule.pattern, event):
-                        self.deliver(rule.function, event)
+    def notify(self, execution_arn: str) -> None:
+        self._endings.put(execution_arn)
 
-    def _executions(self, arn: str) -> list[dict[str, Any]]:
-        found, token = [], None
-        while True:
-            page = self.sfn.list_executions(stateMachineArn=arn, **({"nextToken": token} if token else {}))
-            found += page["executions"]
-            token = page.get("nextToken")
-            if not token:
-                return found
+    def deliver_ending(self, execution_arn: str) -> None:
+        """Send the status change event of one ended execution to every rule that matches it."""
+        execution = self.sfn.describe_execution(executionArn=execution_arn)
+        if execution["stateMachineArn"] not in self.state_machine_arns:
+            return
+        event = status_change_event(execution)
+        for rule in self.rules:
+            if matches(rule.pattern, event):
+                self.deliver(rule.function, event)
 
     def _run(self) -> None:
-        while not self._stopping.wait(POLL_SECONDS):
+        while (execution_arn := self._endings.get()) is not None:
             try:
-                self.poll()
-            except Exception:  # the watcher must outlive a failed poll, as EventBridge outlives a failed target
-                LOG.exception("Execution watcher pass failed")
+                self.deliver_ending(execution_arn)
+                if self.after_each is not None:
+                    self.after_each()
+            except Exception:  # the watcher must outlive a failed delivery, as EventBridge outlives a failed target
+                LOG.exception("Delivering the end of %s failed", execution_arn)

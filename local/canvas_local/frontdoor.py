@@ -6,22 +6,33 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import socket
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from canvas_local.lambda_runtime import ACCOUNT_ID, LocalFunction
+from canvas_local.lambda_runtime import ACCOUNT_ID, LocalFunction, Throttled
 from canvas_local.template import ApiRoute
 
 LOG = logging.getLogger(__name__)
 
 # Lambda's limit on a synchronous invocation's payload; API Gateway's own (10 MB) is never reached first.
 MAX_EVENT_BYTES = 6 * 1024 * 1024
+# Connections the kernel queues before the server accepts them: a burst waits instead of being reset.
+LISTEN_BACKLOG = 1024
+# Connections served at once (a thread each); past this a new one gets 503 at once rather than a thread.
+MAX_CONNECTIONS = 256
+# How long a request waits for a free execution environment before it is answered 429, as API Gateway
+# answers when Lambda throttles.
+THROTTLE_WAIT_SECONDS = 10
+RETRY_AFTER_SECONDS = 1
+# An idle keep-alive connection is closed after this, so abandoned clients do not hold threads.
+IDLE_CONNECTION_SECONDS = 30
 
 
 class HttpError(Exception):
@@ -101,8 +112,10 @@ class FrontDoor:
         stage: str = "Prod",
         host: str = "127.0.0.1",
         port: int = 0,
+        on_change: Callable[[], None] | None = None,
     ):
         self.router = Router(routes)
+        self.on_change = on_change  # told of every request that may change state (not GET or HEAD)
         self.functions = functions
         self.binary_media_types = binary_media_types
         self.stage = stage
@@ -117,10 +130,14 @@ class FrontDoor:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
+    def bind(self) -> None:
+        """Take the port (OSError if it is in use); requests queue from here until `start` serves them."""
+        if self._server is None:
+            self._server = _Server(self.address, _make_handler(self))
+
     def start(self) -> None:
-        self._server = ThreadingHTTPServer(self.address, _make_handler(self))
-        self._server.daemon_threads = True
-        # The socket listens from here on; requests queue until serve_forever picks them up.
+        self.bind()
+        assert self._server is not None
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="canvas-frontdoor", daemon=True
         )
@@ -138,6 +155,8 @@ class FrontDoor:
     # -------------------------------------------------- one request
 
     def respond(self, request: Request) -> Response:
+        if self.on_change is not None and request.method not in ("GET", "HEAD", "OPTIONS"):
+            self.on_change()
         try:
             match = self.router.match(request.method, request.path)
             event = self.event(request, match)
@@ -149,7 +168,11 @@ class FrontDoor:
 
     def call(self, function_name: str, event: dict[str, Any]) -> Response:
         try:
-            result = self.functions[function_name].call(event)
+            result = self.functions[function_name].call(event, wait=THROTTLE_WAIT_SECONDS)
+        except Throttled:
+            response = error_response(429, "Too many requests: retry shortly")
+            response.headers.append(("Retry-After", str(RETRY_AFTER_SECONDS)))
+            return response
         except Exception:
             LOG.exception("%s raised", function_name)
             return error_response(500, "Internal server error")
@@ -254,6 +277,56 @@ def error_response(status: int, message: str) -> Response:
     return Response(status, [("Content-Type", "application/json")], body)
 
 
+class _Server(ThreadingHTTPServer):
+    """A thread per connection up to MAX_CONNECTIONS; past that, 503 and close, never a reset."""
+
+    daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            _answer_busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that goes away mid-answer is routine under load, not a traceback.
+        LOG.debug("Connection from %s ended with an error", client_address, exc_info=True)
+
+
+def _answer_busy(connection: Any) -> None:
+    body = json.dumps({"success": False, "error": "Service busy: retry shortly"}).encode("utf-8")
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Retry-After: {RETRY_AFTER_SECONDS}\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    try:
+        connection.sendall(head.encode("ascii") + body)
+        # Read what the client already sent: closing over unread data would reset the connection and could
+        # destroy the answer before the client reads it.
+        connection.shutdown(socket.SHUT_WR)
+        connection.settimeout(0.05)
+        while connection.recv(65536):
+            pass
+    except OSError:
+        pass
+
+
 def _make_handler(front_door: FrontDoor) -> type[BaseHTTPRequestHandler]:
     class Handler(_RequestHandler):
         door = front_door
@@ -264,6 +337,7 @@ def _make_handler(front_door: FrontDoor) -> type[BaseHTTPRequestHandler]:
 class _RequestHandler(BaseHTTPRequestHandler):
     door: FrontDoor
     protocol_version = "HTTP/1.1"  # keep-alive, as clients expect of API Gateway
+    timeout = IDLE_CONNECTION_SECONDS
 
     def _handle(self) -> None:
         url = urlsplit(self.path)

@@ -1,10 +1,13 @@
-"""What the Lambda runtime does around a handler, done in-process: a context object, lazy loading,
-JSON marshalling and the error payload (`errorType`, `errorMessage`, `stackTrace`) of an invocation."""
+"""What the Lambda service and runtime do around a handler, done in-process: execution environments (each
+with the handler's module to itself, one invocation at a time, up to a concurrency per function), a context
+object, JSON marshalling and the error payload (`errorType`, `errorMessage`, `stackTrace`) of an invocation."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import math
 import threading
 import time
 import traceback
@@ -19,7 +22,23 @@ ACCOUNT_ID = "123456789012"
 
 Handler = Callable[[Any, Any], Any]
 
+# Environments per function unless the template reserves a concurrency (Lambda's account default is 1000;
+# one process gains nothing from more threads than this, and each environment holds a module).
+DEFAULT_CONCURRENCY = 10
+
 LOG = logging.getLogger(__name__)
+# Lambda's START/REPORT lines, at DEBUG: one per invocation would drown the service's own log.
+REPORT_LOG = logging.getLogger("canvas_local.lambda")
+
+
+def isolation(name: str) -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    """What else an environment keeps to itself besides its module: canvas_core's logger and its keys."""
+    try:
+        from canvas_core import observability
+    except ImportError:  # a function that does not use canvas_core
+        return contextlib.nullcontext
+    logger = observability.environment_logger(name)
+    return lambda: observability.logger_scope(logger)
 
 
 def function_arn(name: str, region: str = REGION, account_id: str = ACCOUNT_ID) -> str:
@@ -65,8 +84,60 @@ class Invocation:
     function_error: str | None = None
 
 
+class Throttled(Exception):
+    """Every execution environment of the function stayed busy for as long as the caller would wait: what
+    Lambda answers with `TooManyRequestsException` when a function is at its concurrency."""
+
+    def __init__(self, function_name: str, concurrency: int):
+        super().__init__(f"Rate exceeded: {function_name} is at its concurrency of {concurrency}")
+        self.function_name = function_name
+
+
+class ExecutionEnvironment:
+    """One execution environment: the handler's module imported for it alone (its own resolver, globals and
+    logger state), serving one invocation at a time, as Lambda runs one per environment."""
+
+    def __init__(self, function: LocalFunction, index: int):
+        self.function = function
+        self.index = index
+        self.name = f"{function.name}/{index}"
+        self.invocations = 0
+        self.init_ms: float | None = None
+        self._handler: Handler | None = None
+        self._scope = isolation(self.name)
+
+    def invoke(self, event: Any, context: LambdaContext) -> Any:
+        """Runs the handler; the first invocation pays the init (the module import), as a cold start does."""
+        init_ms = None
+        with self._scope():
+            if self._handler is None:
+                started = time.perf_counter()
+                self._handler = self.function.load()
+                init_ms = self.init_ms = (time.perf_counter() - started) * 1000
+            self.invocations += 1
+            started = time.perf_counter()
+            try:
+                return self._handler(event, context)
+            finally:
+                self._report(context, (time.perf_counter() - started) * 1000, init_ms)
+
+    def _report(self, context: LambdaContext, duration_ms: float, init_ms: float | None) -> None:
+        """The REPORT line Lambda writes after each invocation; `Init Duration` marks a cold start."""
+        if not REPORT_LOG.isEnabledFor(logging.DEBUG):
+            return
+        line = (
+            f"REPORT RequestId: {context.aws_request_id} Duration: {duration_ms:.2f} ms "
+            f"Billed Duration: {max(1, math.ceil(duration_ms))} ms Memory Size: {context.memory_limit_in_mb} MB"
+        )
+        if init_ms is not None:
+            line += f" Init Duration: {init_ms:.2f} ms"
+        REPORT_LOG.debug("%s %s", self.name, line)
+
+
 class LocalFunction:
-    """One function run in this process; its handler is loaded on first use so startup stays fast."""
+    """One function run in this process as Lambda runs it: a pool of execution environments created on
+    demand up to `concurrency`, each serving one invocation at a time; an idle one is reused (a warm start)
+    before another is created (a cold start)."""
 
     def __init__(
         self,
@@ -74,26 +145,32 @@ class LocalFunction:
         load: Callable[[], Handler],
         timeout_seconds: int = 3,
         memory_mb: int = 128,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ):
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
         self.name = name
         self.arn = function_arn(name)
         self.timeout_seconds = timeout_seconds
         self.memory_mb = memory_mb
-        self._load = load
-        self._handler: Handler | None = None
-        self._lock = threading.Lock()
+        self.concurrency = concurrency
+        self.load = load
+        self.cold_starts = 0
+        self._idle: list[ExecutionEnvironment] = []
+        self._size = 0
+        self._indexes: set[int] = set()
+        self._closed = False
+        self._changed = threading.Condition()
 
     @classmethod
     def of(cls, name: str, handler: Handler, **kwargs: Any) -> LocalFunction:
         return cls(name, lambda: handler, **kwargs)
 
     @property
-    def handler(self) -> Handler:
-        # Executions and HTTP requests arrive on many threads; a module must be imported once.
-        with self._lock:
-            if self._handler is None:
-                self._handler = self._load()
-            return self._handler
+    def environments(self) -> int:
+        """How many execution environments exist (busy or idle)."""
+        with self._changed:
+            return self._size
 
     def new_context(self) -> LambdaContext:
         return LambdaContext(
@@ -103,24 +180,80 @@ class LocalFunction:
             timeout_seconds=self.timeout_seconds,
         )
 
-    def call(self, event: Any) -> Any:
-        """The handler's return value; its exceptions propagate (API Gateway turns them into a 500)."""
-        return self.handler(event, self.new_context())
-
-    def invoke(self, event: Any) -> Invocation:
-        """Like Lambda's Invoke: a raised exception becomes an "Unhandled" error payload, never propagates."""
-        context = self.new_context()
+    def call(self, event: Any, wait: float | None = None) -> Any:
+        """The handler's return value; its exceptions propagate (API Gateway turns them into a 500).
+        Throttled when no environment is free within `wait` seconds (None waits as long as it takes)."""
+        environment = self._acquire(wait)
+        healthy = False
         try:
-            result = self.handler(event, context)
+            result = environment.invoke(event, self.new_context())
+            healthy = True
+            return result
+        except Exception:
+            # An environment whose init failed is discarded, as Lambda does; one whose handler raised is kept.
+            healthy = environment.init_ms is not None
+            raise
+        finally:
+            self._release(environment, healthy)
+
+    def invoke(self, event: Any, wait: float | None = None) -> Invocation:
+        """Like Lambda's Invoke: a raised exception becomes an "Unhandled" error payload, never propagates."""
+        environment = self._acquire(wait)
+        context = self.new_context()
+        healthy = True
+        try:
+            result = environment.invoke(event, context)
         except Exception as exc:
+            healthy = environment.init_ms is not None
             LOG.exception("%s raised %s", self.name, type(exc).__name__)
             return Invocation(error_payload(exc, context.aws_request_id), function_error="Unhandled")
+        finally:
+            self._release(environment, healthy)
         try:
             # Lambda returns JSON: a tuple becomes a list, a non-serialisable value is an error.
             return Invocation(json.loads(json.dumps(result)))
         except (TypeError, ValueError) as exc:
             payload = {"errorType": "Runtime.MarshalError", "errorMessage": f"Unable to marshal response: {exc}"}
             return Invocation(payload, function_error="Unhandled")
+
+    def close(self) -> None:
+        """No new invocations: callers waiting for an environment are throttled, idle environments dropped."""
+        with self._changed:
+            self._closed = True
+            self._size -= len(self._idle)
+            self._idle.clear()
+            self._changed.notify_all()
+
+    def _acquire(self, wait: float | None) -> ExecutionEnvironment:
+        deadline = None if wait is None else time.monotonic() + wait
+        with self._changed:
+            while not self._closed:
+                if self._idle:
+                    return self._idle.pop()  # the most recently used: the warmest
+                if self._size < self.concurrency:
+                    self._size += 1
+                    self.cold_starts += 1
+                    return ExecutionEnvironment(self, self._free_index())
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    break
+                self._changed.wait(remaining)
+        raise Throttled(self.name, self.concurrency)
+
+    def _release(self, environment: ExecutionEnvironment, healthy: bool) -> None:
+        with self._changed:
+            if healthy and not self._closed:
+                self._idle.append(environment)
+            else:
+                self._size -= 1
+                self._indexes.discard(environment.index)
+            self._changed.notify()
+
+    def _free_index(self) -> int:
+        # Indexes are reused, so an environment's logger name is one of at most `concurrency` per function.
+        index = next(i for i in range(1, self.concurrency + 2) if i not in self._indexes)
+        self._indexes.add(index)
+        return index
 
 
 def error_payload(exc: BaseException, request_id: str = "") -> dict[str, Any]:

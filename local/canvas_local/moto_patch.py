@@ -10,12 +10,29 @@ grows with everything stored, so a long-lived local stack slows down run after r
 same semantics (all conditions hold, or nothing is written) that checks every condition first and keeps
 only the touched items for the rollback.
 
-tests/unit/test_moto_patch.py fails when a moto upgrade moves or reshapes either seam.
+moto's backends are plain dicts and lists that its server's threads, its interpreter's threads and our
+handlers touch at once ("dictionary changed size during iteration"). Every request to DynamoDB, S3 and Step
+Functions is served under that service's lock, serialisation of the answer included.
+
+moto's interpreter keeps every thread it ever starts in `TMP_THREADS` and every execution (with its whole
+interpreter state) in its state machine. On Python 3.13 a finished thread whose object is still referenced
+keeps its stack mapped, so a long-lived stack ran out of address space; we drop finished threads and all but
+the newest ended executions, once each ending has been delivered. The ending itself is reported by a hook on
+the interpreter's one "terminated" callback, so nothing has to poll.
+
+Three costs moto pays on every request or execution are paid once instead: its server lists moto's own
+package folders and tries every service's URL pattern to route each request (under one lock for all
+requests), and its interpreter parses the ASL definition with ANTLR for every execution (the parsed program
+holds no execution state: that lives in each execution's environment).
+
+tests/unit/test_moto_patch.py fails when a moto upgrade moves or reshapes any of these seams.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import json
 import threading
 import uuid
@@ -25,6 +42,8 @@ from typing import Any
 
 import httpx
 from botocore.exceptions import ClientError
+from moto import backends as moto_backends
+from moto.core.responses import BaseResponse
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     MultipleTransactionsException,
@@ -33,9 +52,16 @@ from moto.dynamodb.exceptions import (
     TransactWriteSingleOpException,
 )
 from moto.dynamodb.models import DynamoDBBackend
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+from moto.s3.responses import S3Response
+from moto.stepfunctions.parser import utils as sfn_utils
+from moto.stepfunctions.parser.api import ExecutionStatus
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
+from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
-from canvas_local.lambda_runtime import LocalFunction, function_name_of
+from canvas_local.lambda_runtime import LocalFunction, Throttled, function_name_of
 
 SEAM_NAME = "_invoke_lambda_function"
 
@@ -76,7 +102,11 @@ def _invoke_in_process(parameters: dict, region: str, state_credentials: Any) ->
     function = _resolve(name)
     if function is None:
         raise _function_not_found(parameters["FunctionName"])
-    invocation = function.invoke(_parse_payload(parameters.get("Payload")))
+    try:
+        # A task waits for a free execution environment (Step Functions would retry Lambda's throttling).
+        invocation = function.invoke(_parse_payload(parameters.get("Payload")))
+    except Throttled as exc:
+        raise _lambda_error("TooManyRequestsException", str(exc), 429) from None
     response: dict[str, Any] = {
         "StatusCode": 200,
         "ExecutedVersion": "$LATEST",
@@ -103,12 +133,15 @@ def _parse_payload(payload: bytes | str | None) -> Any:
 
 
 def _function_not_found(function_name: str) -> ClientError:
-    # Shaped like boto3's error so moto reports `Lambda.ResourceNotFoundException`, as AWS would.
-    message = f"Function not found: {function_name}"
+    return _lambda_error("ResourceNotFoundException", f"Function not found: {function_name}", 404)
+
+
+def _lambda_error(code: str, message: str, status: int) -> ClientError:
+    # Shaped like boto3's error so moto reports `Lambda.<code>`, as AWS would.
     return ClientError(
         {
-            "Error": {"Code": "ResourceNotFoundException", "Message": message},
-            "ResponseMetadata": {"HTTPStatusCode": 404, "RequestId": str(uuid.uuid4())},
+            "Error": {"Code": code, "Message": message},
+            "ResponseMetadata": {"HTTPStatusCode": status, "RequestId": str(uuid.uuid4())},
         },
         "Invoke",
     )
@@ -209,3 +242,145 @@ def _transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, 
             else:
                 self.put_item(table_name, before.to_json()["Attributes"])
         raise
+
+
+# ---------------------------------------------------------------- one request at a time per service
+
+LOCKED_SERVICES = ("dynamodb", "s3", "stepfunctions")
+_service_locks = {service: threading.RLock() for service in LOCKED_SERVICES}
+_ORIGINAL_CALL_ACTION = BaseResponse.call_action
+_S3_ENTRY_POINTS = ("bucket_response", "key_response", "ambiguous_response")
+_ORIGINAL_S3 = {name: getattr(S3Response, name) for name in _S3_ENTRY_POINTS}
+
+
+def service_lock(service: str) -> threading.RLock:
+    """The lock every request to `service` is served under; hold it to read or change its backend directly."""
+    return _service_locks[service]
+
+
+def install_backend_locks() -> None:
+    """Serve each service's requests one at a time (process-wide, idempotent; mock_aws goes through it too)."""
+    BaseResponse.call_action = _locked_call_action  # type: ignore[method-assign]
+    for name in _S3_ENTRY_POINTS:
+        setattr(S3Response, name, _locked_s3(_ORIGINAL_S3[name]))
+
+
+def uninstall_backend_locks() -> None:
+    BaseResponse.call_action = _ORIGINAL_CALL_ACTION  # type: ignore[method-assign]
+    for name, original in _ORIGINAL_S3.items():
+        setattr(S3Response, name, original)
+
+
+def _locked_call_action(self: BaseResponse) -> Any:
+    lock = _service_locks.get(self.service_name or "")
+    if lock is None:
+        return _ORIGINAL_CALL_ACTION(self)
+    with lock:
+        return _ORIGINAL_CALL_ACTION(self)
+
+
+def _locked_s3(original: Callable[..., Any]) -> Callable[..., Any]:
+    def locked(self: S3Response, *args: Any, **kwargs: Any) -> Any:
+        with _service_locks["s3"]:
+            return original(self, *args, **kwargs)
+
+    locked.__wrapped__ = original  # type: ignore[attr-defined]
+    return locked
+
+
+# ---------------------------------------------------------------- executions that end, and what they leave
+
+ExecutionListener = Callable[[str], None]
+_ORIGINAL_TERMINATED = BaseExecutionWorkerCommunication.terminated
+_listeners: list[ExecutionListener] = []
+
+
+def on_execution_end(listener: ExecutionListener) -> None:
+    """Call `listener(execution_arn)` on the interpreter's thread each time an execution ends, however it ends
+    (succeeded, failed, timed out, stopped)."""
+    with _lock:
+        _listeners.append(listener)
+        BaseExecutionWorkerCommunication.terminated = _terminated  # type: ignore[method-assign]
+
+
+def remove_execution_listener(listener: ExecutionListener) -> None:
+    with _lock:
+        if listener in _listeners:
+            _listeners.remove(listener)
+        if not _listeners:
+            BaseExecutionWorkerCommunication.terminated = _ORIGINAL_TERMINATED  # type: ignore[method-assign]
+
+
+def _terminated(self: BaseExecutionWorkerCommunication) -> None:
+    _ORIGINAL_TERMINATED(self)
+    with _lock:
+        listeners = list(_listeners)
+    for listener in listeners:
+        listener(self.execution.exec_arn)
+
+
+def release_finished_threads() -> int:
+    """Forget the interpreter's finished threads (their stacks are freed with them); returns how many."""
+    threads = sfn_utils.TMP_THREADS
+    finished = [thread for thread in list(threads) if not thread.is_alive()]
+    for thread in finished:
+        thread.join()
+        with contextlib.suppress(ValueError):
+            threads.remove(thread)
+    return len(finished)
+
+
+def forget_ended_executions(keep: int, account_id: str, region: str) -> int:
+    """Keep every running execution and the newest `keep` ended ones; returns how many were dropped.
+
+    Step Functions keeps history for 90 days; a process that holds every execution's interpreter state in
+    memory cannot, so the embedded stack keeps a window (what the API reads of an ended run is in DynamoDB).
+    """
+    backend = stepfunctions_parser_backends[account_id][region]
+    dropped = 0
+    with _service_locks["stepfunctions"]:
+        for machine in backend.state_machines:
+            executions: list[Execution] = machine.executions
+            ended = [e for e in executions if e.exec_status != ExecutionStatus.RUNNING]
+            if len(ended) <= keep:
+                continue
+            ended.sort(key=lambda e: e.stop_date or e.start_date)
+            gone = {id(e) for e in ended[: len(ended) - keep]}
+            executions[:] = [e for e in executions if id(e) not in gone]
+            dropped += len(gone)
+    return dropped
+
+
+# ---------------------------------------------------------------- work done once, not per request
+
+_ORIGINAL_LIST_MODULES = moto_backends.list_of_moto_modules
+_ORIGINAL_BACKEND_FOR_HOST = DomainDispatcherApplication.get_backend_for_host
+_ORIGINAL_PARSE = AmazonStateLanguageParser.__dict__["parse"]
+
+
+def install_caches() -> None:
+    """Process-wide and idempotent: route lookups and ASL parses remembered."""
+    modules = tuple(_ORIGINAL_LIST_MODULES())
+    moto_backends.list_of_moto_modules = lambda: modules
+    DomainDispatcherApplication.get_backend_for_host = _backend_for_host  # type: ignore[method-assign]
+    AmazonStateLanguageParser.parse = staticmethod(_parse_once)  # type: ignore[method-assign]
+
+
+def uninstall_caches() -> None:
+    moto_backends.list_of_moto_modules = _ORIGINAL_LIST_MODULES
+    DomainDispatcherApplication.get_backend_for_host = _ORIGINAL_BACKEND_FOR_HOST  # type: ignore[method-assign]
+    AmazonStateLanguageParser.parse = _ORIGINAL_PARSE  # type: ignore[method-assign]
+
+
+_backends_by_host: dict[str | None, Any] = {}
+
+
+def _backend_for_host(self: DomainDispatcherApplication, host: str | None) -> Any:
+    if host not in _backends_by_host:
+        _backends_by_host[host] = _ORIGINAL_BACKEND_FOR_HOST(self, host)
+    return _backends_by_host[host]
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_once(definition: str) -> Any:
+    return _ORIGINAL_PARSE.__func__(definition)

@@ -4,10 +4,13 @@ accounts seeded with API keys. `canvas serve` runs one; e2e and state machine te
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -18,7 +21,8 @@ from moto.server import ThreadedMotoServer
 from canvas_local import moto_patch
 from canvas_local.events import ExecutionWatcher
 from canvas_local.frontdoor import FrontDoor
-from canvas_local.lambda_runtime import REGION, LocalFunction
+from canvas_local.lambda_runtime import ACCOUNT_ID, DEFAULT_CONCURRENCY, REGION, LocalFunction
+from canvas_local.state_dir import StateDir, runs_left_running
 from canvas_local.template import FunctionSpec, Template, TemplateError
 
 LOG = logging.getLogger(__name__)
@@ -28,11 +32,15 @@ PROVIDERS = ("offline", "bedrock", "openai")
 
 
 def seed_account(api_key: str) -> str:
-    """Create an account holding `api_key`; returns the account id."""
-    from canvas_core.auth import create_account_with_key  # the tables must exist first
+    """The account holding `api_key`: the one restored from a state directory, or a new one."""
+    from canvas_core.auth import authenticate, create_account_with_key  # the tables must exist first
+    from canvas_core.errors import ServiceError
 
-    account_id, _ = create_account_with_key(api_key=api_key)
-    return account_id
+    try:
+        return authenticate({"x-api-key": api_key})
+    except ServiceError:
+        account_id, _ = create_account_with_key(api_key=api_key)
+        return account_id
 
 
 def seed_generated_account() -> tuple[str, str]:
@@ -52,6 +60,15 @@ def is_operator_setting(name: str) -> bool:
     return name.startswith(OPERATOR_PREFIXES) or name.endswith("_MODEL_ID") or name in OPERATOR_NAMES
 
 
+# Ended executions moto keeps (with their interpreter state); older ones are forgotten.
+RETAINED_EXECUTIONS = 100
+# How often a state directory is written while anything has happened since the last time.
+SNAPSHOT_SECONDS = 60
+# How long `stop` lets runs in flight end through the state machine before ending them itself.
+STOP_GRACE_SECONDS = 6
+STOPPED_RUN_REASON = "The embedded stack stopped while this run was in flight"
+
+
 class LocalStack:
     """`with LocalStack(api_keys=["sk_canvas_test"]) as stack:` serves the API on `stack.base_url`.
 
@@ -68,10 +85,14 @@ class LocalStack:
         port: int = 0,
         provider: str = "offline",
         parameter_overrides: dict[str, str] | None = None,
+        function_concurrency: int = DEFAULT_CONCURRENCY,
+        state_dir: Path | str | None = None,
     ):
         if provider not in PROVIDERS:
             raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}")
         self.template = Template(template, parameter_overrides)
+        self.function_concurrency = function_concurrency
+        self.state_dir = Path(state_dir) if state_dir is not None else None
         self.host = host
         self.port = port
         self.provider = provider
@@ -90,6 +111,8 @@ class LocalStack:
         self._front_door: FrontDoor | None = None
         self._watcher: ExecutionWatcher | None = None
         self._saved_environ: dict[str, str | None] = {}
+        self._snapshots: _Snapshots | None = None
+        self._restored_items = False
 
     # -------------------------------------------------- what clients and tests need
 
@@ -146,33 +169,55 @@ class LocalStack:
         self.stop()
 
     def start(self) -> Self:
-        # Read the whole template before starting anything: a template error should cost nothing.
+        # Read the whole template and take the port before starting anything: either error should cost nothing.
         specs = self.template.functions()
         state_machines = self.template.state_machines()
+        self._front_door = FrontDoor(
+            routes=self.template.routes(),
+            functions=self.functions,
+            binary_media_types=self.template.binary_media_types(),
+            stage=self.template.stage_name(),
+            host=self.host,
+            port=self.port,
+            on_change=self._state_changed,
+        )
+        self._front_door.bind()
         try:
+            moto_patch.install_backend_locks()
+            moto_patch.install_caches()
             self._start_moto()
             self._apply_environment(specs)
             self._provision(state_machines)
-            self.functions = {spec.logical_id: spec.local_function() for spec in specs}
+            self.functions.update({spec.logical_id: spec.local_function(self.function_concurrency) for spec in specs})
             moto_patch.install(self._resolve_function)
             moto_patch.install_item_level_transactions()
-            self._seed_accounts()
-            self._start_front_door()
             self._start_watcher()
+            self._restore_state()
+            self._seed_accounts()
+            self._front_door.start()
+            if self._snapshots is not None:
+                self._snapshots.start()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def stop(self) -> None:
-        if self._watcher is not None:
-            self._watcher.stop()
-            self._watcher = None
+    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+        """Stop taking requests, end the runs in flight (marked failed, finished work kept), then stop."""
         if self._front_door is not None:
             self._front_door.stop()
             self._front_door = None
         if self._moto is not None:
-            self._stop_running_executions()
+            self._end_runs_in_flight(grace_seconds)
+        if self._watcher is not None:
+            self._watcher.stop()
+            moto_patch.remove_execution_listener(self._watcher.notify)
+            self._watcher = None
+        if self._snapshots is not None:
+            self._snapshots.stop()
+            self._snapshots = None
+        for function in self.functions.values():
+            function.close()
         moto_patch.uninstall(self._resolve_function)
         moto_patch.uninstall_item_level_transactions()
         if self._moto is not None:
@@ -180,6 +225,7 @@ class LocalStack:
             moto_patch.reset_backends(self.endpoint_url)
             self._moto.stop()
             self._moto = None
+        moto_patch.release_finished_threads()
         self._restore_environment()
 
     def _start_watcher(self) -> None:
@@ -189,8 +235,19 @@ class LocalStack:
             list(self.state_machine_arns.values()),
             self.template.event_rules(),
             lambda function, event: self.functions[function].invoke(event),
+            after_each=self._tidy_ended_executions,
         )
         self._watcher.start()
+        moto_patch.on_execution_end(self._watcher.notify)
+
+    def _state_changed(self) -> None:
+        if self._snapshots is not None:
+            self._snapshots.touch()
+
+    def _tidy_ended_executions(self) -> None:
+        self._state_changed()
+        moto_patch.release_finished_threads()
+        moto_patch.forget_ended_executions(RETAINED_EXECUTIONS, ACCOUNT_ID, REGION)
 
     def _resolve_function(self, name: str) -> LocalFunction | None:
         return self.functions.get(name)
@@ -282,32 +339,107 @@ class LocalStack:
                 raise TemplateError(f"moto named {machine.logical_id} {arn}, the environment says {machine.arn}")
             self.state_machine_arns[machine.logical_id] = arn
 
+    def _restore_state(self) -> None:
+        """With a state directory: what it holds comes back, and runs it left running end as failed."""
+        if self.state_dir is None:
+            return
+        state = StateDir(self.state_dir)
+        dynamodb, s3 = self.client("dynamodb"), self.client("s3")
+        report = state.restore(dynamodb, s3, self.table_names.values(), self.bucket_names)
+        LOG.info("Restored from %s: %s", self.state_dir, report)
+        runs_table = self.table_names.get("RunsTable")
+        if runs_table is not None:
+            self._fail_runs(runs_left_running(dynamodb, runs_table))
+        self._snapshots = _Snapshots(
+            lambda: state.save(dynamodb, s3, self.table_names.values(), self.bucket_names), self.state_dir
+        )
+        self._restored_items = bool(report.items)
+
     def _seed_accounts(self) -> None:
         for key in self.requested_keys:
             self.accounts[key] = seed_account(key)
-        if self.generate_key and not self.requested_keys:
+        if self.generate_key and not self.requested_keys and not self._restored_items:
             account_id, key = seed_generated_account()
             self.accounts[key] = account_id
             self.generated_key = key
 
-    def _start_front_door(self) -> None:
-        self._front_door = FrontDoor(
-            routes=self.template.routes(),
-            functions=self.functions,
-            binary_media_types=self.template.binary_media_types(),
-            stage=self.template.stage_name(),
-            host=self.host,
-            port=self.port,
-        )
-        self._front_door.start()
-
-    def _stop_running_executions(self) -> None:
-        """Executions run on moto's threads and would call handlers after the stack is gone."""
+    def running_executions(self) -> list[str]:
         sfn = self.client("stepfunctions")
-        for arn in self.state_machine_arns.values():
-            running = sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"]
-            for execution in running:
-                sfn.stop_execution(executionArn=execution["executionArn"], cause="The embedded stack stopped")
+        return [
+            execution["executionArn"]
+            for arn in self.state_machine_arns.values()
+            for execution in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"]
+        ]
+
+    def _end_runs_in_flight(self, grace_seconds: float) -> None:
+        """Stop every execution: each ending reaches FailRunFunction through the watcher, as on AWS, which
+        marks its run failed and keeps its finished blocks. A run the watcher has not ended within the grace
+        period is ended here the same way."""
+        sfn = self.client("stepfunctions")
+        try:
+            running = self.running_executions()
+        except Exception:  # moto's server already gone: nothing can run
+            LOG.exception("Listing executions in flight failed")
+            return
+        for execution_arn in running:
+            with contextlib.suppress(Exception):
+                sfn.stop_execution(executionArn=execution_arn, error="States.Aborted", cause=STOPPED_RUN_REASON)
+        deadline = time.monotonic() + grace_seconds
+        while self.running_executions() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        runs_table = self.table_names.get("RunsTable")
+        if running and runs_table is not None:
+            self._fail_runs(runs_left_running(self.client("dynamodb"), runs_table))
+        if self._snapshots is not None:
+            self._snapshots.save_now()
+
+    def _fail_runs(self, run_ids: list[str]) -> None:
+        from canvas_core.orchestration import finalize_run
+
+        for run_id in run_ids:
+            try:
+                finalize_run(run_id, failure=STOPPED_RUN_REASON)
+            except Exception:
+                LOG.exception("Ending run %s failed", run_id)
+
+
+class _Snapshots:
+    """Writes the state directory every SNAPSHOT_SECONDS while something has happened, and on demand."""
+
+    def __init__(self, save: Callable[[], Any], where: Path):
+        self._save = save
+        self._where = where
+        self._changes = 0
+        self._saved_changes = 0
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def touch(self) -> None:
+        self._changes += 1
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="state-snapshots", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def save_now(self) -> None:
+        changes = self._changes
+        try:
+            report = self._save()
+        except Exception:
+            LOG.exception("Saving the state to %s failed; the previous snapshot is kept", self._where)
+            return
+        self._saved_changes = changes
+        LOG.info("Saved the state to %s: %s", self._where, report)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(SNAPSHOT_SECONDS):
+            if self._changes != self._saved_changes:
+                self.save_now()
 
 
 def _forget_cached_clients() -> None:

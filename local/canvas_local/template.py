@@ -9,6 +9,7 @@ logical id with the ARN moto gives it.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import re
 import sys
@@ -20,9 +21,17 @@ from typing import Any
 import yaml
 
 from canvas_local.events import EventRule
-from canvas_local.lambda_runtime import ACCOUNT_ID, REGION, Handler, LocalFunction, function_arn
+from canvas_local.lambda_runtime import (
+    ACCOUNT_ID,
+    DEFAULT_CONCURRENCY,
+    REGION,
+    Handler,
+    LocalFunction,
+    function_arn,
+)
 
 STACK_NAME = "canvas-local"
+_MODULE_SERIALS = itertools.count(1)
 _NO_VALUE = object()
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.:]+)\}")
 
@@ -108,10 +117,11 @@ class FunctionSpec:
     routes: tuple[ApiRoute, ...] = ()
 
     def load_handler(self) -> Handler:
-        """Import the handler's file under a name of its own: every handler file is called app.py."""
+        """Import the handler's file as a module of its own: every handler file is called app.py, and each
+        execution environment imports it afresh (its own resolver and globals, as on Lambda)."""
         module_path, attribute = self.handler.rsplit(".", 1)
         source = self.code_dir / (module_path.replace(".", "/") + ".py")
-        module_name = f"canvas_fn_{self.logical_id}"
+        module_name = f"canvas_fn_{self.logical_id}_{next(_MODULE_SERIALS)}"
         spec = importlib.util.spec_from_file_location(module_name, source)
         if spec is None or spec.loader is None or not source.is_file():
             raise TemplateError(f"{self.logical_id}: no handler file {source}")
@@ -124,9 +134,13 @@ class FunctionSpec:
             raise
         return getattr(module, attribute)
 
-    def local_function(self) -> LocalFunction:
+    def local_function(self, concurrency: int = DEFAULT_CONCURRENCY) -> LocalFunction:
         return LocalFunction(
-            self.logical_id, self.load_handler, timeout_seconds=self.timeout_seconds, memory_mb=self.memory_mb
+            self.logical_id,
+            self.load_handler,
+            timeout_seconds=self.timeout_seconds,
+            memory_mb=self.memory_mb,
+            concurrency=concurrency,
         )
 
 

@@ -1,5 +1,6 @@
 """The EventBridge stand-in: pattern matching and the event Step Functions sends when an execution ends."""
 
+import threading
 from datetime import UTC, datetime
 
 import pytest
@@ -38,17 +39,43 @@ def test_the_event_has_the_shape_step_functions_sends():
     assert event["detail"]["stopDate"] - event["detail"]["startDate"] == 300_000
 
 
-def test_each_ending_is_delivered_once():
+def test_each_reported_ending_is_delivered_to_the_matching_rules_on_the_watchers_thread():
+    # Given a watcher with one rule on aborted executions
     class FakeSfn:
-        def list_executions(self, stateMachineArn):
-            return {"executions": [EXECUTION, {**EXECUTION, "executionArn": "running", "status": "RUNNING"}]}
-
         def describe_execution(self, executionArn):
-            return EXECUTION
+            return {**EXECUTION, "executionArn": executionArn}
+
+    delivered: list[tuple[str, str, str]] = []
+    tidied = threading.Event()
+    rule = EventRule("FailRunFunction", {"detail": {"status": ["ABORTED"]}})
+    watcher = ExecutionWatcher(
+        FakeSfn(),
+        [EXECUTION["stateMachineArn"]],
+        [rule],
+        lambda function, event: delivered.append(
+            (function, event["detail"]["executionArn"], threading.current_thread().name)
+        ),
+        after_each=tidied.set,
+    )
+    watcher.start()
+    try:
+        # When one execution's ending is reported
+        watcher.notify("arn:run-1")
+        assert tidied.wait(5)
+    finally:
+        watcher.stop()
+
+    # Then the rule's function gets its event once, away from the caller's thread
+    assert delivered == [("FailRunFunction", "arn:run-1", "execution-watcher")]
+
+
+def test_an_ending_of_another_state_machine_is_not_delivered():
+    class FakeSfn:
+        def describe_execution(self, executionArn):
+            return {**EXECUTION, "stateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:Other"}
 
     delivered = []
     rule = EventRule("FailRunFunction", {"detail": {"status": ["ABORTED"]}})
     watcher = ExecutionWatcher(FakeSfn(), [EXECUTION["stateMachineArn"]], [rule], lambda f, e: delivered.append(f))
-    watcher.poll()
-    watcher.poll()
-    assert delivered == ["FailRunFunction"]
+    watcher.deliver_ending("arn:other")
+    assert delivered == []

@@ -212,16 +212,19 @@ def test_functions_carry_settings_routes_and_the_api_settings(template):
 def test_handlers_named_app_py_load_lazily_under_their_own_module_names(template):
     # Given two functions whose handlers both live in app.py
     functions = {spec.logical_id: spec.local_function() for spec in template.functions()}
-    for name in ("canvas_fn_FirstFunction", "canvas_fn_SecondFunction"):
-        sys.modules.pop(name, None)
+
+    def loaded(function: str) -> list[str]:
+        return [name for name in sys.modules if name.startswith(f"canvas_fn_{function}_")]
+
+    before_first, before_second = loaded("FirstFunction"), loaded("SecondFunction")
 
     # When only the first is called
     first_result = functions["FirstFunction"].call({})
 
     # Then it ran its own file, and the second is not imported yet
     assert first_result == {"from": "first"}
-    assert "canvas_fn_FirstFunction" in sys.modules
-    assert "canvas_fn_SecondFunction" not in sys.modules
+    assert len(loaded("FirstFunction")) == len(before_first) + 1
+    assert loaded("SecondFunction") == before_second
     assert functions["SecondFunction"].call({}) == {"from": "second"}
 
 

@@ -3,10 +3,10 @@
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.dataflow import register_wait
-from canvas_core.observability import logger, tracer
+from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, tracer
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)
 @tracer.capture_lambda_handler
 def handler(event: dict, context: LambdaContext) -> dict:
     return register_wait(event["canvas_id"], event["block_id"], event["task_token"])

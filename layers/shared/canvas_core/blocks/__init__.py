@@ -8,13 +8,13 @@ from typing import Any
 
 from canvas_core.blocks.runner import run_block
 from canvas_core.models.blocks import BlockInput
-from canvas_core.observability import logger, tracer
+from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, tracer
 
 
 def make_block_handler(block_type: str) -> Callable[[dict, Any], dict]:
     """The Lambda handler of one block type's function."""
 
-    @logger.inject_lambda_context
+    @logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)
     @tracer.capture_lambda_handler
     def handler(event: dict, context: Any) -> dict:
         return run_block(BlockInput.model_validate(event), expected_type=block_type).model_dump()
