@@ -16,7 +16,7 @@ OUTPUT = ROOT / "docs" / "openapi.json"
 
 # function folder → (method, success model, error statuses, summary)
 ROUTES = {
-    "create_run": ("post", "CreateRunResponse", [400, 401, 402, 413, 415, 500], "Create a run"),
+    "create_run": ("post", "CreateRunResponse", [400, 401, 402, 413, 415, 429, 500], "Create a run"),
     "get_run": ("get", "RunStatusResponse", [400, 401, 404, 500], "Get run status and results"),
     "get_canvas_dag": ("get", "CanvasDagResponse", [400, 401, 404, 500], "Get the canvas DAG"),
     "get_canvas_tasks": ("get", "TaskTreeResponse", [400, 401, 404, 500], "Get the task tree"),
@@ -38,6 +38,14 @@ CREATE_FORM = {
         "webhook_url": {"type": "string", "format": "uri", "description": "reserved; not honored"},
         "files": {"type": "array", "items": {"type": "string", "format": "binary"}, "maxItems": 10},
     },
+}
+
+# Statuses a client may retry later; the answer says when (canvas_core.errors: retry_after_seconds).
+RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before trying again",
+        "schema": {"type": "integer", "minimum": 1},
+    }
 }
 
 
@@ -62,6 +70,8 @@ def build() -> dict:
             operation["security"] = [{"ApiKey": []}]
             operation["responses"] = {"200": _response(model_name, "Success", data=True)}
             operation["responses"] |= {str(s): _response("ErrorBody", "Error") for s in errors}
+            if "429" in operation["responses"]:
+                operation["responses"]["429"]["headers"] = RETRY_AFTER
             if folder == "create_run":
                 operation["requestBody"] = {
                     "required": True,

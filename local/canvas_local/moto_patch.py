@@ -20,10 +20,12 @@ keeps its stack mapped, so a long-lived stack ran out of address space; we drop 
 the newest ended executions, once each ending has been delivered. The ending itself is reported by a hook on
 the interpreter's one "terminated" callback, so nothing has to poll.
 
-Three costs moto pays on every request or execution are paid once instead: its server lists moto's own
-package folders and tries every service's URL pattern to route each request (under one lock for all
-requests), and its interpreter parses the ASL definition with ANTLR for every execution (the parsed program
-holds no execution state: that lives in each execution's environment).
+Costs moto pays on every request or execution are paid once instead: its server lists moto's own package
+folders and tries every service's URL pattern to route each request (under one lock for all requests), and
+its interpreter parses the ASL definition with ANTLR for every execution (the parsed program holds no
+execution state: that lives in each execution's environment). A DynamoDB query on a table's own key reads
+only its partition, where moto sorts every item of the table, so a stack that has stored many runs stays
+as fast as a new one.
 
 tests/unit/test_moto_patch.py fails when a moto upgrade moves or reshapes any of these seams.
 """
@@ -33,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import inspect
 import json
 import threading
 import uuid
@@ -52,6 +55,7 @@ from moto.dynamodb.exceptions import (
     TransactWriteSingleOpException,
 )
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.s3.responses import S3Response
 from moto.stepfunctions.parser import utils as sfn_utils
@@ -322,7 +326,8 @@ def _terminated(self: BaseExecutionWorkerCommunication) -> None:
 def release_finished_threads() -> int:
     """Forget the interpreter's finished threads (their stacks are freed with them); returns how many."""
     threads = sfn_utils.TMP_THREADS
-    finished = [thread for thread in list(threads) if not thread.is_alive()]
+    # A thread appended but not yet started has no ident: not finished, only early.
+    finished = [thread for thread in list(threads) if thread.ident is not None and not thread.is_alive()]
     for thread in finished:
         thread.join()
         with contextlib.suppress(ValueError):
@@ -358,18 +363,40 @@ _ORIGINAL_BACKEND_FOR_HOST = DomainDispatcherApplication.get_backend_for_host
 _ORIGINAL_PARSE = AmazonStateLanguageParser.__dict__["parse"]
 
 
+_ORIGINAL_QUERY = Table.query
+_QUERY_SIGNATURE = inspect.signature(_ORIGINAL_QUERY)
+
+
 def install_caches() -> None:
-    """Process-wide and idempotent: route lookups and ASL parses remembered."""
+    """Process-wide and idempotent: route lookups and ASL parses remembered, queries by partition."""
     modules = tuple(_ORIGINAL_LIST_MODULES())
     moto_backends.list_of_moto_modules = lambda: modules
     DomainDispatcherApplication.get_backend_for_host = _backend_for_host  # type: ignore[method-assign]
     AmazonStateLanguageParser.parse = staticmethod(_parse_once)  # type: ignore[method-assign]
+    Table.query = _query_partition  # type: ignore[method-assign]
 
 
 def uninstall_caches() -> None:
     moto_backends.list_of_moto_modules = _ORIGINAL_LIST_MODULES
     DomainDispatcherApplication.get_backend_for_host = _ORIGINAL_BACKEND_FOR_HOST  # type: ignore[method-assign]
     AmazonStateLanguageParser.parse = _ORIGINAL_PARSE  # type: ignore[method-assign]
+    Table.query = _ORIGINAL_QUERY  # type: ignore[method-assign]
+
+
+def _query_partition(self: Table, *args: Any, **kwargs: Any) -> Any:
+    arguments = _QUERY_SIGNATURE.bind(self, *args, **kwargs).arguments
+    hash_key = arguments.get("hash_key")
+    if arguments.get("index_name") or not self.range_key_attr or hash_key is None:
+        return _ORIGINAL_QUERY(self, *args, **kwargs)
+    partition = self.items.get(hash_key)  # .get: `items` is a defaultdict
+    candidates = list(partition.values()) if partition else []
+    # moto's query filters `all_items()` by hash key; for one call, that is this partition. Requests are served
+    # under the DynamoDB lock, so no other thread sees the instance attribute.
+    self.all_items = lambda: candidates  # type: ignore[method-assign]
+    try:
+        return _ORIGINAL_QUERY(self, *args, **kwargs)
+    finally:
+        del self.all_items
 
 
 _backends_by_host: dict[str | None, Any] = {}

@@ -1,7 +1,8 @@
 """Runs through the handlers (as the state machine drives them) with the model providers talking to fake Bedrock
 and fake OpenAI-compatible servers on 127.0.0.1: planning, writing, token usage and credits flow end to end; a
 malformed plan is repaired; throttled calls are retried; credits_consumed is what planning and the blocks
-used, and the account balance moves by exactly that, once, however often a step is retried."""
+used, and the account balance moves by exactly that, once, however often a step is retried, and never below zero:
+a debit the balance cannot pay is refused, and the block (or the planning) it was for is not kept."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from canvas_core.adapters.store import Store
 from canvas_core.auth import create_account_with_key
-from canvas_core.errors import BlockRetryableError
+from canvas_core.errors import BlockRetryableError, CreditsExhaustedError
 from canvas_core.pricing import usage_credits
 from tests.fakes.model_servers import PLANNER_MARK, Call, FakeBedrock, FakeOpenAI, default_reply, tokens
 from tests.support import body_of, load_event, multipart
@@ -313,8 +314,10 @@ def start_run_item(store: Store, account_id: str, run_id: str = "7a1c2d4e-0000-4
     return run.run_id
 
 
-def test_a_run_that_exhausts_the_balance_stops_as_partial(bedrock, aws, function, context, monkeypatch):
-    # Given an account with 3 credits and an analyst model dear enough to spend them in one block
+def test_a_block_the_balance_cannot_pay_for_is_not_kept_and_the_balance_never_goes_negative(
+    bedrock, aws, function, context, monkeypatch
+):
+    # Given an account with 3 credits and an analyst model dear enough to cost far more in one block
     account_id, api_key = create_account_with_key(credits=3)
     monkeypatch.setenv("RESEARCHER_MODEL_ID", "anthropic.claude-opus-4-v1:0")
     long_answer = "Tides follow the moon and the sun. " * 300
@@ -322,20 +325,135 @@ def test_a_run_that_exhausts_the_balance_stops_as_partial(bedrock, aws, function
     created = start_run(function, context, api_key, {"prompt": "Explain tides"})
     # When
     drive(function, context, account_id, created)
-    # Then the analysis ran and was charged, the Writer was not started, and the run is partial
+    # Then the analysis was refused its debit: skipped, uncharged, its output not kept; the Writer never started
+    data = get_run(function, context, api_key, created["run_id"])
+    assert data["status"] == "failed"
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    assert [(n.type, n.status.value, n.credits, n.content) for n in nodes] == [
+        ("prompt-block", "skipped", 0, None),
+        ("text-block", "skipped", 0, None),
+    ]
+    planning = Store().get_run(created["run_id"]).planning_credits
+    analysis = next(c for c in bedrock.calls if "Analyst agent" in c.system)
+    assert [e["error"] for e in data["errors"]] == [
+        f"{nodes[0].name}: Credits exhausted: the block was not run "
+        f"(needs {priced([analysis], lambda _: long_answer)} credits, the account has {3 - planning})",
+        f"{nodes[1].name}: Skipped: its input '{nodes[0].name}' did not complete",
+    ]
+    assert not any(c for c in bedrock.calls if "Writer agent" in c.system)
+    # And the balance paid for planning only, and is not below zero
+    assert data["metadata"]["credits_consumed"] == planning > 0
+    assert balance(account_id) == 3 - planning >= 0
+
+
+def test_a_refused_debit_skips_the_block_and_the_run_ends_partial(aws, function, context):
+    # Given an account with 5 credits and a run whose report (an artifact: 10 credits) reads a free analysis
+    account_id, api_key = create_account_with_key(credits=5)
+    created = start_run(
+        function,
+        context,
+        api_key,
+        {"prompt": "Write a short report on tides", "blocks": json.dumps(["prompt-block", "document-block"])},
+    )
+    # When
+    drive(function, context, account_id, created)
+    # Then the report was not kept or charged, the analysis was, and the run is partial with the reason
     data = get_run(function, context, api_key, created["run_id"])
     assert data["status"] == "partial"
     _, nodes, _ = Store().get_canvas(created["canvas_id"])
-    assert [(n.type, n.status.value) for n in nodes] == [("prompt-block", "completed"), ("text-block", "skipped")]
+    assert [(n.type, n.status.value) for n in nodes] == [("prompt-block", "completed"), ("document-block", "skipped")]
+    assert nodes[1].artifacts == [] and nodes[1].credits == 0
     [error] = data["errors"]
-    assert error["block_type"] == "text-block" and "run out of credits" in error["error"]
-    assert "Tides follow the moon and the sun" in data["result"]["final_output"]
-    consumed = data["metadata"]["credits_consumed"]
-    assert consumed == Store().get_run(created["run_id"]).planning_credits + nodes[0].credits
-    assert balance(account_id) == 3 - consumed < 0
-    # And the account can start no new run until credits are added
-    response = function("api/create_run")(load_event("create_run", api_key=api_key), context)
-    assert response["statusCode"] == 402
-    assert body_of(response)["error"] == (
-        f"Insufficient credits: the account balance is {3 - consumed}; add credits to start a run"
+    assert error == {
+        "error": f"{nodes[1].name}: Credits exhausted: the block was not run (needs 10 credits, the account has 5)",
+        "block_id": nodes[1].block_id,
+        "block_type": "document-block",
+        "recoverable": False,
+    }
+    assert data["result"]["artifacts"] == [] and data["result"]["final_output"]
+    assert data["metadata"]["credits_consumed"] == 0
+    assert balance(account_id) == 5
+    # And its tasks ended in error: nothing of the run is left running
+    assert {t.status.value for t in Store().get_tasks(created["canvas_id"]) if t.block_id == nodes[1].block_id} == {
+        "error"
+    }
+
+
+def test_debits_of_concurrent_runs_never_overdraw_the_account(aws):
+    # Given an account with 10 credits and two runs' blocks, both started while the balance held each of them
+    account_id, _ = create_account_with_key(credits=10)
+    store = Store()
+    from canvas_core.models.items import NodeItem
+
+    canvas_id = "6f1c2d4e-0000-4000-8000-000000000005"
+    running = [
+        NodeItem(canvas_id=canvas_id, block_id=b, name=b, type="prompt-block", status="running")
+        for b in ("first", "second", "third")
+    ]
+    store.put_graph(running, [], canvas_id)
+    # When they complete one after the other, as DynamoDB orders concurrent writes
+    first = store.complete_block(canvas_id, "first", [], debit_account=account_id, credits=7, content="one")
+    with pytest.raises(CreditsExhaustedError) as refused:
+        store.complete_block(canvas_id, "second", [], debit_account=account_id, credits=7, content="two")
+    third = store.complete_block(canvas_id, "third", [], debit_account=account_id, credits=3, content="three")
+    # Then the debit that would overdraw wrote nothing, and the others took the balance to exactly zero
+    assert first is True and third is True
+    assert (refused.value.credits, refused.value.balance) == (7, 3)
+    assert [(n.status.value, n.content) for n in store.get_nodes(canvas_id, ["first", "second", "third"])] == [
+        ("completed", "one"),
+        ("running", None),
+        ("completed", "three"),
+    ]
+    assert balance(account_id) == 0
+    # And planning too is refused rather than overdrawing, and can be recorded once paid for
+    run_id = start_run_item(store, account_id, run_id="7a1c2d4e-0000-4000-8000-000000000006")
+    with pytest.raises(CreditsExhaustedError):
+        store.record_planning(run_id, account_id, ["m"], 1)
+    assert store.get_run(run_id).planning_credits == 0 and balance(account_id) == 0
+    assert store.record_planning(run_id, account_id, ["offline/m"], 0) is True
+
+
+def test_planning_the_account_cannot_pay_for_fails_the_run_uncharged(bedrock, aws, function, context, monkeypatch):
+    # Given an account with 3 credits and a Planner model dearer than that
+    account_id, api_key = create_account_with_key(credits=3)
+    monkeypatch.setenv("PLANNER_MODEL_ID", "anthropic.claude-opus-4-v1:0")
+    created = start_run(function, context, api_key, {"prompt": "Explain tides"})
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account_id}
+    # When Plan Canvas runs, and is retried
+    planned = function("orchestration/plan_canvas")(ids, context)
+    retried = function("orchestration/plan_canvas")(ids, context)
+    function("orchestration/finalize_run")(ids, context)
+    # Then there is nothing to run, the Planner was called once, and the run failed with the reason
+    assert planned["blocks"] == retried["blocks"] == []
+    [planner] = bedrock.calls
+    data = get_run(function, context, api_key, created["run_id"])
+    assert data["status"] == "failed"
+    assert data["errors"] == [
+        {
+            "error": f"Credits exhausted: the run was not planned (planning needs {priced([planner])} credits, "
+            "the account has 3); add credits and run again",
+            "recoverable": True,
+        }
+    ]
+    assert data["metadata"]["credits_consumed"] == 0 and balance(account_id) == 3
+
+
+def test_a_run_whose_account_was_spent_meanwhile_is_not_planned(aws, function, context):
+    # Given a run accepted while the account held credits, which other runs then spent
+    account_id, api_key = create_account_with_key(credits=50)
+    created = start_run(function, context, api_key, {"prompt": "Explain tides"})
+    aws.ddb.update_item(
+        TableName=aws.settings.accounts_table,
+        Key={"account_id": {"S": account_id}},
+        UpdateExpression="SET credits_balance = :zero",
+        ExpressionAttributeValues={":zero": {"N": "0"}},
     )
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account_id}
+    # When
+    assert function("orchestration/plan_canvas")(ids, context)["blocks"] == []
+    # Then
+    data = get_run(function, context, api_key, created["run_id"])
+    assert data["status"] == "failed"
+    assert [e["error"] for e in data["errors"]] == [
+        "Credits exhausted: the run was not planned (the account has 0 credits); add credits and run again"
+    ]

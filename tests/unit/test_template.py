@@ -198,6 +198,23 @@ def test_the_documented_settings_reach_every_function() -> None:
     assert create_run_variables["STATE_MACHINE_ARN"] == {"Ref": "RunCanvasStateMachine"}
 
 
+def test_the_concurrent_run_limit_reaches_only_the_function_that_admits_runs() -> None:
+    # Given the parameter and the functions whose environment names it
+    parameter = TEMPLATE["Parameters"]["MaxConcurrentRunsPerAccount"]
+    readers = [
+        name
+        for name, function in FUNCTIONS.items()
+        if "MAX_CONCURRENT_RUNS" in ((function["Properties"].get("Environment") or {}).get("Variables") or {})
+    ]
+
+    # Then it defaults to 10, at least 1, and only CreateRunFunction reads it
+    assert (parameter["Type"], parameter["Default"], parameter["MinValue"]) == ("Number", 10, 1)
+    assert "MAX_CONCURRENT_RUNS" not in GLOBAL_FUNCTION["Environment"]["Variables"]
+    assert readers == ["CreateRunFunction"]
+    variables = FUNCTIONS["CreateRunFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["MAX_CONCURRENT_RUNS"] == {"Ref": "MaxConcurrentRunsPerAccount"}
+
+
 def test_the_state_machine_may_invoke_exactly_the_functions_it_names() -> None:
     # Given the state machine's substitutions and its invoke policies
     properties = RESOURCES["RunCanvasStateMachine"]["Properties"]

@@ -23,6 +23,7 @@ class Settings:
     max_files: int
     max_file_bytes: int
     max_upload_bytes: int
+    max_concurrent_runs: int
 
 
 @lru_cache(maxsize=1)
@@ -44,4 +45,5 @@ def get_settings() -> Settings:
         # API Gateway and Lambda cap a request at 6 MB, and base64 adds a third.
         max_file_bytes=int(env("MAX_FILE_BYTES", str(4 * 1024 * 1024))),
         max_upload_bytes=int(env("MAX_UPLOAD_BYTES", str(4 * 1024 * 1024))),
+        max_concurrent_runs=int(env("MAX_CONCURRENT_RUNS", "10")),
     )

@@ -8,6 +8,8 @@ class ServiceError(Exception):
     """An error a client can act on: it carries the HTTP status and the message the client sees."""
 
     status_code = 500
+    # When set, the answer carries `Retry-After: <seconds>`: the client may succeed by trying again later.
+    retry_after_seconds: int | None = None
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -66,6 +68,15 @@ class ConflictError(ServiceError):
     status_code = 409
 
 
+class TooManyConcurrentRunsError(ServiceError):
+    status_code = 429
+    # Runs take minutes: a client waiting for a slot gains nothing by asking more often.
+    retry_after_seconds = 10
+
+    def __init__(self, limit: int):
+        super().__init__(f"Too many concurrent runs: the limit is {limit} per account")
+
+
 class NotFoundError(ServiceError):
     status_code = 404
 
@@ -84,6 +95,15 @@ class CanvasNotFoundError(NotFoundError):
 class TaskNotFoundError(NotFoundError):
     def __init__(self, task_id: str):
         super().__init__(f"Task not found: {task_id}")
+
+
+class CreditsExhaustedError(Exception):
+    """A debit would take an account's balance below zero: nothing of that write happened."""
+
+    def __init__(self, credits: int, balance: int):
+        super().__init__(f"needs {credits} credits, the account has {balance}")
+        self.credits = credits
+        self.balance = balance
 
 
 class StorageError(Exception):

@@ -12,8 +12,9 @@ from canvas_core.blocks.runner import record_block_failure
 from canvas_core.clock import now_ms
 from canvas_core.content import with_full_content
 from canvas_core.dataflow import wire
+from canvas_core.errors import CreditsExhaustedError
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunStatus, TaskStatus
-from canvas_core.models.items import Artifact, NodeItem, RunError
+from canvas_core.models.items import Artifact, NodeItem, RunError, RunItem
 from canvas_core.observability import logger
 from canvas_core.planner import parent_task_id, plan_canvas
 
@@ -36,15 +37,9 @@ def plan_run(run_id: str, canvas_id: str, store: Store | None = None) -> dict[st
     if run is None:
         raise RunStateError(f"Run not found: {run_id}")
     _, nodes, _ = store.get_canvas(canvas_id)
-    if not nodes:
-        plan = plan_canvas(run)
-        # Charged once, before the blocks: a retried step that plans again is not charged again.
-        store.record_planning(run_id, run.account_id, plan.models_used, plan.credits)
-        wire(plan.nodes, plan.edges)
-        store.put_tasks(plan.tasks)
-        store.put_graph(plan.nodes, plan.edges, canvas_id)
-        nodes = plan.nodes
-        logger.info("Canvas planned", extra={"blocks": len(nodes), "edges": len(plan.edges)})
+    # A run that has ended (its planning could not be paid) is not planned again by a retried step.
+    if not nodes and run.status == RunStatus.RUNNING:
+        nodes = _plan(store, run, canvas_id)
     timeout = block_timeout_seconds()
     # Ids only: each iteration carries what it reads and releases, never outputs.
     blocks = [
@@ -58,6 +53,35 @@ def plan_run(run_id: str, canvas_id: str, store: Store | None = None) -> dict[st
         for n in nodes
     ]
     return {"blocks": blocks}
+
+
+def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:
+    """Plan the canvas and store it. When the account cannot pay for planning, the run fails with the reason
+    and has no blocks: nothing is charged, and the balance never goes below zero."""
+    account = store.get_account(run.account_id)
+    balance = int(account.get("credits_balance", 0)) if account else 0
+    if account is not None and balance <= 0:
+        # Spent by other runs since this one was accepted: do not call the Planner for nothing.
+        _fail_unpaid(store, run, f"the account has {balance} credits")
+        return []
+    plan = plan_canvas(run)
+    try:
+        # Charged once, before the blocks: a retried step that plans again is not charged again.
+        store.record_planning(run.run_id, run.account_id, plan.models_used, plan.credits)
+    except CreditsExhaustedError as exc:
+        _fail_unpaid(store, run, f"planning {exc}")
+        return []
+    wire(plan.nodes, plan.edges)
+    store.put_tasks(plan.tasks)
+    store.put_graph(plan.nodes, plan.edges, canvas_id)
+    logger.info("Canvas planned", extra={"blocks": len(plan.nodes), "edges": len(plan.edges)})
+    return plan.nodes
+
+
+def _fail_unpaid(store: Store, run: RunItem, why: str) -> None:
+    failure = f"Credits exhausted: the run was not planned ({why}); add credits and run again"
+    logger.info("Planning refused", extra={"reason": failure})
+    finalize_run(run.run_id, failure=failure, store=store)
 
 
 def block_timeout_seconds() -> int:
@@ -75,7 +99,9 @@ def fail_block(canvas_id: str, block_id: str, error: dict[str, Any] | None, stor
 
 def finalize_run(run_id: str, failure: str | None = None, store: Store | None = None) -> dict[str, Any]:
     """End a run: its final output from the blocks that completed, its status from how many did, its errors
-    from those that did not. With `failure` (the run itself broke), the status is at best `partial`."""
+    from those that did not. With `failure` (the run itself broke, or was abandoned, e.g. found `running` after
+    an unclean restart), unfinished blocks fail and the status is at best `partial`. Whichever path ends the
+    run, the write that ends it gives back the run's slot, once (a run already ended is left as it is)."""
     store = store or Store()
     logger.append_keys(run_id=run_id)
     run = store.get_run(run_id)
@@ -109,8 +135,10 @@ def finalize_run(run_id: str, failure: str | None = None, store: Store | None = 
     if not nodes and failure is None:
         errors.append(RunError(error="The plan for this run had no blocks", recoverable=False))
 
+    # Ending the run also gives back its slot among the account's running runs (in the same write).
     store.finish_run(
         run_id,
+        run.account_id,
         status=status.value,
         finished_at_ms=now_ms(),
         final_output=_final_output(completed, edges),

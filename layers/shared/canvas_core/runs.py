@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
@@ -11,7 +10,12 @@ from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.clock import new_id, now_ms, parse_uuid
 from canvas_core.config import get_settings
-from canvas_core.errors import ConflictError, InsufficientCreditsError, RunNotFoundError
+from canvas_core.errors import (
+    ConflictError,
+    InsufficientCreditsError,
+    RunNotFoundError,
+    TooManyConcurrentRunsError,
+)
 from canvas_core.estimates import estimate_duration_ms
 from canvas_core.models.api import (
     ArtifactView,
@@ -43,6 +47,10 @@ def create_run(
         raise InsufficientCreditsError(
             f"Insufficient credits: the account balance is {balance}; add credits to start a run"
         )
+    limit = get_settings().max_concurrent_runs
+    # Read with the balance, so that a refused request uploads nothing; the write below is what holds the limit.
+    if int(account.get("active_runs", 0)) >= limit:
+        raise TooManyConcurrentRunsError(limit)
 
     run_id, canvas_id = new_id(), new_id()
     logger.append_keys(run_id=run_id, canvas_id=canvas_id)
@@ -73,16 +81,24 @@ def create_run(
         created_at_ms=now_ms(),
         estimated_duration_ms=estimate_duration_ms(request.template, request.blocks, len(uploads)),
     )
-    store.put_canvas(
-        CanvasItem(canvas_id=canvas_id, account_id=account_id, run_id=run_id, canvas_name=canvas_name(run.prompt))
-    )
-    store.put_run(run)
+    canvas = CanvasItem(canvas_id=canvas_id, account_id=account_id, run_id=run_id, canvas_name=canvas_name(run.prompt))
+    if not store.admit_run(run, canvas, limit):
+        raise TooManyConcurrentRunsError(limit)
     try:
-        executions.start(run_id, {"run_id": run_id, "canvas_id": canvas_id, "account_id": account_id})
+        executions.start(
+            run_id,
+            {
+                "run_id": run_id,
+                "canvas_id": canvas_id,
+                "account_id": account_id,
+                "correlation_id": logger.get_correlation_id() or run_id,
+            },
+        )
     except Exception:
         # A run whose execution never started must not look like it is running.
         store.finish_run(
             run_id,
+            account_id,
             status=RunStatus.FAILED.value,
             finished_at_ms=now_ms(),
             errors=[RunError(error="The run could not be started; please try again", recoverable=True)],
@@ -126,9 +142,9 @@ def create_run_once(
         raise ConflictError("A request with this Idempotency-Key is still being processed; retry shortly") from None
 
 
-@lru_cache(maxsize=4)
 def _idempotent_create(table_name: str, dynamodb: Any) -> tuple[Any, Any]:
-    # Built on the first keyed request only, once per client: the utility imports and wires a good deal.
+    # Imported on the first keyed request only (the utility wires a good deal); built per request, because the
+    # config holds the invocation's Lambda context and no two invocations may share it.
     from aws_lambda_powertools.utilities.idempotency import (
         DynamoDBPersistenceLayer,
         IdempotencyConfig,

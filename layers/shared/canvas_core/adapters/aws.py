@@ -8,7 +8,14 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
+# A Lambda invocation makes one call at a time; the embedded stack's environments share these clients from
+# many threads, and past the pool's size each call would open (and drop) a connection of its own.
+_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 5},
+    connect_timeout=5,
+    read_timeout=30,
+    max_pool_connections=64,
+)
 
 
 @cache

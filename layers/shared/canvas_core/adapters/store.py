@@ -2,6 +2,9 @@
 
 A canvas is one partition of the canvases table (`CANVAS`, `NODE#<id>`, `EDGE#<source>#<target>` items);
 a task tree is one partition of the tasks table. Every method raises domain errors, never ClientError.
+
+An account item holds `credits_balance`, which a debit never takes below zero, and `active_runs`, the count of
+its runs still `running`: a run is counted in the write that stores it and uncounted in the write that ends it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pydantic import BaseModel
 
 from canvas_core.adapters.aws import client
 from canvas_core.config import Settings, get_settings
-from canvas_core.errors import StorageError
+from canvas_core.errors import CreditsExhaustedError, StorageError
 from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem, TaskItem
 
 _serializer = TypeSerializer()
@@ -116,6 +119,47 @@ class Store:
 
     # Runs
 
+    def admit_run(self, run: RunItem, canvas: CanvasItem, max_active_runs: int) -> bool:
+        """Store a new run and its canvas, and count the run among its account's running runs, in one write.
+        False, with nothing stored, when the account already has `max_active_runs` running (DynamoDB checks the
+        count as it is, so creates racing each other cannot pass the limit together)."""
+        admit = {
+            "Update": {
+                "TableName": self.settings.accounts_table,
+                "Key": {"account_id": {"S": run.account_id}},
+                "UpdateExpression": "SET active_runs = if_not_exists(active_runs, :zero) + :one",
+                "ConditionExpression": (
+                    "attribute_exists(account_id) AND (attribute_not_exists(active_runs) OR active_runs < :limit)"
+                ),
+                "ExpressionAttributeValues": _values(zero=0, one=1, limit=max_active_runs),
+            }
+        }
+        try:
+            self._transact(
+                [
+                    {
+                        "Put": {
+                            "TableName": self.settings.canvases_table,
+                            "Item": _to_item(canvas, item_id=CANVAS_ITEM),
+                            "ConditionExpression": "attribute_not_exists(canvas_id)",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self.settings.runs_table,
+                            "Item": _to_item(run),
+                            "ConditionExpression": "attribute_not_exists(run_id)",
+                        }
+                    },
+                    admit,
+                ]
+            )
+        except ConditionFailed as exc:
+            if "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+                raise
+            return False
+        return True
+
     def put_run(self, run: RunItem) -> None:
         with _dynamodb_errors():
             self.ddb.put_item(
@@ -129,23 +173,49 @@ class Store:
             found = self.ddb.get_item(TableName=self.settings.runs_table, Key={"run_id": {"S": run_id}})
         return RunItem.model_validate(_from_item(found["Item"])) if "Item" in found else None
 
-    def finish_run(self, run_id: str, **fields: Any) -> bool:
-        """Write a run's terminal fields once: only a run still `running` changes. False if it had ended."""
+    def finish_run(self, run_id: str, account_id: str | None = None, **fields: Any) -> bool:
+        """Write a run's terminal fields once: only a run still `running` changes. False if it had ended.
+        With `account_id` (every path that ends a run passes it), the same write uncounts the run from that
+        account's running runs, so its slot is given back exactly once."""
         names = {f"#{k}": k for k in fields}
         sets = ", ".join(f"#{k} = :{k}" for k in fields)
+        run_update = {
+            "Update": {
+                "TableName": self.settings.runs_table,
+                "Key": {"run_id": {"S": run_id}},
+                "UpdateExpression": f"SET {sets}",
+                "ConditionExpression": "attribute_exists(run_id) AND #cur = :running",
+                "ExpressionAttributeNames": names | {"#cur": "status"},
+                "ExpressionAttributeValues": _values(**_jsonable(fields), running="running"),
+            }
+        }
+        release = self._release_slot(account_id) if account_id else []
         try:
-            with _dynamodb_errors():
-                self.ddb.update_item(
-                    TableName=self.settings.runs_table,
-                    Key={"run_id": {"S": run_id}},
-                    UpdateExpression=f"SET {sets}",
-                    ConditionExpression="attribute_exists(run_id) AND #cur = :running",
-                    ExpressionAttributeNames=names | {"#cur": "status"},
-                    ExpressionAttributeValues=_values(**_jsonable(fields), running="running"),
-                )
-        except ConditionFailed:
-            return False
+            self._transact([run_update, *release])
+        except ConditionFailed as exc:
+            if not release or "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+                return False
+            # The account counts nothing (it has gone, or the run was stored before runs were counted):
+            # end the run all the same; the count never goes below zero.
+            try:
+                self._transact([run_update])
+            except ConditionFailed:
+                return False
         return True
+
+    def _release_slot(self, account_id: str) -> list[dict[str, Any]]:
+        """The transaction item that uncounts a run from its account's running runs (never below zero)."""
+        return [
+            {
+                "Update": {
+                    "TableName": self.settings.accounts_table,
+                    "Key": {"account_id": {"S": account_id}},
+                    "UpdateExpression": "SET active_runs = active_runs - :one",
+                    "ConditionExpression": "active_runs > :zero",
+                    "ExpressionAttributeValues": _values(one=1, zero=0),
+                }
+            }
+        ]
 
     # Canvases
 
@@ -286,19 +356,22 @@ class Store:
             }
             for task_id in task_ids
         ]
-        debit = self._debit(debit_account, int(fields.get("credits") or 0)) if debit_account else []
+        credits = int(fields.get("credits") or 0)
+        debit = self._debit(debit_account, credits) if debit_account else []
         try:
             self._transact([node_update, *task_updates, *debit])
         except ConditionFailed as exc:
             if not debit or "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
                 return False
+            _refuse_overdraft(exc, credits)
             # Only the account was missing: keep the block's work, uncharged.
             self._transact([node_update, *task_updates])
         return True
 
     def _debit(self, account_id: str, credits: int) -> list[dict[str, Any]]:
-        """The transaction item that takes `credits` off an account's balance (server-side, so concurrent debits
-        add up); nothing for zero credits. The balance may go below zero by what was already running."""
+        """The transaction item that takes `credits` off an account's balance, only if the balance holds them
+        (server-side, so concurrent debits add up and together never overdraw); nothing for zero credits.
+        On a refusal the cancellation reason carries the account as it was (see `_refuse_overdraft`)."""
         if credits <= 0:
             return []
         return [
@@ -307,15 +380,17 @@ class Store:
                     "TableName": self.settings.accounts_table,
                     "Key": {"account_id": {"S": account_id}},
                     "UpdateExpression": "SET credits_balance = credits_balance - :credits",
-                    "ConditionExpression": "attribute_exists(account_id)",
+                    "ConditionExpression": "credits_balance >= :credits",
                     "ExpressionAttributeValues": _values(credits=credits),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
         ]
 
     def record_planning(self, run_id: str, account_id: str, models_used: list[str], credits: int) -> bool:
         """Store what planning used on the run and take its credits off the account, in one write, once per run
-        (False when a retried step finds it recorded)."""
+        (False when a retried step finds it recorded). CreditsExhaustedError, with nothing written, when the
+        balance does not hold them."""
         run_update = {
             "Update": {
                 "TableName": self.settings.runs_table,
@@ -333,6 +408,7 @@ class Store:
         except ConditionFailed as exc:
             if not debit or "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
                 return False
+            _refuse_overdraft(exc, credits)
             self._transact([run_update])
         return True
 
@@ -464,9 +540,21 @@ class Store:
 
 def _cancellation_reasons(exc: ConditionFailed) -> list[str | None]:
     """The codes of a cancelled transaction's items, in order (empty when it was not a transaction)."""
+    return [r.get("Code") for r in _reasons(exc)]
+
+
+def _reasons(exc: ConditionFailed) -> list[dict[str, Any]]:
     cause = exc.__cause__
-    reasons = cause.response.get("CancellationReasons", []) if isinstance(cause, ClientError) else []
-    return [r.get("Code") for r in reasons]
+    return cause.response.get("CancellationReasons", []) if isinstance(cause, ClientError) else []
+
+
+def _refuse_overdraft(exc: ConditionFailed, credits: int) -> None:
+    """Raise CreditsExhaustedError when the refused debit (the transaction's last item) found the account:
+    its balance did not hold `credits`. Return when the account does not exist."""
+    reasons = _reasons(exc)
+    account = _from_item(reasons[-1]["Item"]) if reasons and reasons[-1].get("Item") else None
+    if account is not None:
+        raise CreditsExhaustedError(credits, int(account.get("credits_balance", 0))) from exc
 
 
 def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import BaseModel
 
 from canvas_core.auth import authenticate
@@ -15,11 +16,12 @@ from canvas_core.errors import ServiceError
 from canvas_core.observability import logger
 
 
-def error_response(status_code: int, message: str) -> Response:
+def error_response(status_code: int, message: str, retry_after_seconds: int | None = None) -> Response:
     return Response(
         status_code=status_code,
         content_type=content_types.APPLICATION_JSON,
         body={"success": False, "error": message},
+        headers={"Retry-After": str(retry_after_seconds)} if retry_after_seconds is not None else None,
     )
 
 
@@ -27,13 +29,49 @@ def ok(data: BaseModel) -> dict[str, Any]:
     return {"success": True, "data": data.model_dump(mode="json", exclude_none=True)}
 
 
+class Resolver(APIGatewayRestResolver):
+    """An APIGatewayRestResolver that keeps the event and Lambda context it resolves on itself.
+
+    Powertools keeps both on a class attribute that every resolver in the process shares: right on Lambda,
+    where a process serves one invocation at a time, wrong where one process hosts several execution
+    environments (the embedded stack), whose resolvers would read each other's requests.
+    """
+
+    _own_event: BaseProxyEvent | None = None
+    _own_lambda_context: Any = None
+
+    def _to_proxy_event(self, event: dict) -> BaseProxyEvent:
+        self._own_event = super()._to_proxy_event(event)
+        return self._own_event
+
+    def resolve(self, event: dict, context: Any) -> dict[str, Any]:
+        self._own_lambda_context = context
+        return super().resolve(event, context)
+
+    @property  # type: ignore[override]
+    def current_event(self) -> BaseProxyEvent:
+        return self._own_event  # type: ignore[return-value]
+
+    @current_event.setter
+    def current_event(self, value: BaseProxyEvent) -> None:
+        self._own_event = value
+
+    @property  # type: ignore[override]
+    def lambda_context(self) -> Any:
+        return self._own_lambda_context
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._own_lambda_context = value
+
+
 def create_app() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
+    app = Resolver(enable_validation=True)
 
     @app.exception_handler(ServiceError)
     def handle_service_error(exc: ServiceError) -> Response:
         logger.info("Request refused", extra={"status": exc.status_code, "error": exc.message})
-        return error_response(exc.status_code, exc.message)
+        return error_response(exc.status_code, exc.message, exc.retry_after_seconds)
 
     @app.exception_handler(RequestValidationError)
     def handle_validation_error(exc: RequestValidationError) -> Response:

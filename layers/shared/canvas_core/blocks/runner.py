@@ -8,7 +8,7 @@ from canvas_core.adapters.store import Store
 from canvas_core.blocks.context import BlockContext
 from canvas_core.blocks.registry import implementation
 from canvas_core.content import content_fields, with_full_content
-from canvas_core.errors import BlockFatalError, BlockRetryableError
+from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, TaskStatus, TaskType
 from canvas_core.models.items import NodeItem, RunItem, TaskItem
@@ -81,18 +81,31 @@ def run_block(
     files = ctx.files
     stored = content_fields(output.content, run.account_id, run.run_id, node.block_id, files)
     # Only from `running`: a block the state machine timed out (now `error`) stays failed if it ends late.
-    finished = store.complete_block(
-        block.canvas_id,
-        node.block_id,
-        _task_ids(block.canvas_id, node.block_id),
-        **stored,
-        sources=output.sources,
-        models_used=list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
-        credits=block_credits(ctx.usage, output),
-        debit_account=run.account_id,
-        artifacts=output.artifacts,
-        **({"url": output.url} if output.url else {}),
-    )
+    try:
+        finished = store.complete_block(
+            block.canvas_id,
+            node.block_id,
+            _task_ids(block.canvas_id, node.block_id),
+            **stored,
+            sources=output.sources,
+            models_used=list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
+            credits=block_credits(ctx.usage, output),
+            debit_account=run.account_id,
+            artifacts=output.artifacts,
+            **({"url": output.url} if output.url else {}),
+        )
+    except CreditsExhaustedError as exc:
+        # The balance cannot pay for it (other blocks or runs spent it meanwhile): not charged, not kept.
+        reason = f"Credits exhausted: the block was not run ({exc})"
+        running = [NodeStatus.RUNNING.value]
+        if not store.update_node(
+            block.canvas_id, node.block_id, expect_status=running, status=NodeStatus.SKIPPED.value, error=reason
+        ):
+            return BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)  # timed out meanwhile
+        for task_id in _task_ids(block.canvas_id, node.block_id):
+            store.set_task_status(block.canvas_id, task_id, TaskStatus.ERROR)
+        logger.info("Block skipped", extra={"reason": reason})
+        return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
     if not finished:
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
         return BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
