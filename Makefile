@@ -27,6 +27,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 help:
 	@echo "make setup              create $(VENV) (project + dev tools) and $(SAM_VENV) (aws-sam-cli)"
+	@echo "                        (make run installs only what running needs: the project and moto)"
 	@echo "make run [ARGS=...]     start the embedded stack (canvas serve)"
 	@echo "make test               lint, unit, component, statemachine, e2e tests, infra-check"
 	@echo "make lint | format      ruff check and format check | apply ruff fixes and formatting"
@@ -40,10 +41,16 @@ help:
 
 setup: $(VENV)/.installed $(SAM_VENV)/.installed
 
+# What running the embedded stack needs, and no more (no test tools, no aws-sam-cli).
+$(VENV)/.installed-run: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/$(PIP_INSTALL) -e '.[local]'
+	touch $@
+
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/$(PIP_INSTALL) -e '.[dev]'
-	touch $@
+	touch $(VENV)/.installed-run $@
 
 # aws-sam-cli lives apart: its pins would fight the project's own dependencies.
 $(SAM_VENV)/.installed:
@@ -53,10 +60,10 @@ $(SAM_VENV)/.installed:
 
 # ---- run --------------------------------------------------------------------------------------------
 
-run: setup
+run: $(VENV)/.installed-run
 	$(BIN)/canvas serve $(ARGS)
 
-bench: setup
+bench: $(VENV)/.installed
 	$(BIN)/python -m bench $(ARGS)
 
 # ---- checks (pytest's exit code 5, "no tests collected", fails the target like any other) ------------

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from canvas_local import priority
 from canvas_local.lambda_runtime import ACCOUNT_ID, LocalFunction, Throttled
 from canvas_local.template import ApiRoute
 
@@ -168,7 +169,8 @@ class FrontDoor:
 
     def call(self, function_name: str, event: dict[str, Any]) -> Response:
         try:
-            result = self.functions[function_name].call(event, wait=THROTTLE_WAIT_SECONDS)
+            with priority.api_request():
+                result = self.functions[function_name].call(event, wait=THROTTLE_WAIT_SECONDS)
         except Throttled:
             response = error_response(429, "Too many requests: retry shortly")
             response.headers.append(("Retry-After", str(RETRY_AFTER_SECONDS)))

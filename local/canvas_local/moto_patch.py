@@ -38,12 +38,12 @@ import functools
 import inspect
 import json
 import threading
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
 from botocore.exceptions import ClientError
 from moto import backends as moto_backends
 from moto.core.responses import BaseResponse
@@ -65,7 +65,9 @@ from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguagePa
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
+from canvas_local import priority
 from canvas_local.lambda_runtime import LocalFunction, Throttled, function_name_of
+from canvas_local.priority import PriorityLock
 
 SEAM_NAME = "_invoke_lambda_function"
 
@@ -169,8 +171,14 @@ def reset_backends(endpoint_url: str) -> None:
 
 
 def _moto_api(endpoint_url: str, action: str, body: dict | None) -> None:
-    response = httpx.post(f"{endpoint_url}/moto-api/{action}", json=body, timeout=10)
-    response.raise_for_status()
+    request = urllib.request.Request(
+        f"{endpoint_url}/moto-api/{action}",
+        data=json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:  # raises on a status other than 2xx
+        response.read()
 
 
 # ---------------------------------------------------------------- DynamoDB transactions
@@ -251,19 +259,20 @@ def _transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, 
 # ---------------------------------------------------------------- one request at a time per service
 
 LOCKED_SERVICES = ("dynamodb", "s3", "stepfunctions")
-_service_locks = {service: threading.RLock() for service in LOCKED_SERVICES}
+_service_locks = {service: PriorityLock() for service in LOCKED_SERVICES}
 _ORIGINAL_CALL_ACTION = BaseResponse.call_action
 _S3_ENTRY_POINTS = ("bucket_response", "key_response", "ambiguous_response")
 _ORIGINAL_S3 = {name: getattr(S3Response, name) for name in _S3_ENTRY_POINTS}
 
 
-def service_lock(service: str) -> threading.RLock:
+def service_lock(service: str) -> PriorityLock:
     """The lock every request to `service` is served under; hold it to read or change its backend directly."""
     return _service_locks[service]
 
 
 def install_backend_locks() -> None:
-    """Serve each service's requests one at a time (process-wide, idempotent; mock_aws goes through it too)."""
+    """Serve each service's requests one at a time (process-wide, idempotent; mock_aws goes through it too);
+    a request made for an API call (see priority.py) goes before waiting requests made by runs."""
     BaseResponse.call_action = _locked_call_action  # type: ignore[method-assign]
     for name in _S3_ENTRY_POINTS:
         setattr(S3Response, name, _locked_s3(_ORIGINAL_S3[name]))
@@ -275,18 +284,25 @@ def uninstall_backend_locks() -> None:
         setattr(S3Response, name, original)
 
 
+def _is_priority(headers: Any) -> bool:
+    try:
+        return bool(headers and headers.get(priority.HEADER))
+    except AttributeError:
+        return False
+
+
 def _locked_call_action(self: BaseResponse) -> Any:
     lock = _service_locks.get(self.service_name or "")
     if lock is None:
         return _ORIGINAL_CALL_ACTION(self)
-    with lock:
+    with lock.held(_is_priority(getattr(self, "headers", None))):
         return _ORIGINAL_CALL_ACTION(self)
 
 
 def _locked_s3(original: Callable[..., Any]) -> Callable[..., Any]:
-    def locked(self: S3Response, *args: Any, **kwargs: Any) -> Any:
-        with _service_locks["s3"]:
-            return original(self, *args, **kwargs)
+    def locked(self: S3Response, request: Any, *args: Any, **kwargs: Any) -> Any:
+        with _service_locks["s3"].held(_is_priority(getattr(request, "headers", None))):
+            return original(self, request, *args, **kwargs)
 
     locked.__wrapped__ = original  # type: ignore[attr-defined]
     return locked

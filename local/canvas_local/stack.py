@@ -16,12 +16,12 @@ from types import TracebackType
 from typing import Any, Self
 
 import boto3
-from moto.server import ThreadedMotoServer
 
-from canvas_local import moto_patch
+from canvas_local import moto_patch, priority
 from canvas_local.events import ExecutionWatcher
 from canvas_local.frontdoor import FrontDoor
 from canvas_local.lambda_runtime import ACCOUNT_ID, DEFAULT_CONCURRENCY, REGION, LocalFunction
+from canvas_local.moto_server import MotoServer
 from canvas_local.state_dir import StateDir, runs_left_running
 from canvas_local.template import FunctionSpec, Template, TemplateError
 
@@ -107,7 +107,7 @@ class LocalStack:
         self.state_machine_arns: dict[str, str] = {}  # logical id -> ARN
         self.environment: dict[str, str] = {}
 
-        self._moto: ThreadedMotoServer | None = None
+        self._moto: MotoServer | None = None
         self._front_door: FrontDoor | None = None
         self._watcher: ExecutionWatcher | None = None
         self._saved_environ: dict[str, str | None] = {}
@@ -254,7 +254,7 @@ class LocalStack:
 
     def _start_moto(self) -> None:
         # Port 0: the OS picks a free port, so a busy 5000 (moto's default) does not matter.
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._moto = MotoServer(ip_address="127.0.0.1", port=0)
         self._moto.start()
         # moto's backends are process-wide: start from nothing whatever ran before in this process.
         moto_patch.reset_backends(self.endpoint_url)
@@ -305,6 +305,7 @@ class LocalStack:
             self._saved_environ.setdefault("AWS_SESSION_TOKEN", os.environ.pop("AWS_SESSION_TOKEN", None))
         self.environment = merged
         _forget_cached_clients()
+        priority.mark_api_calls()
 
     def _restore_environment(self) -> None:
         for name, value in self._saved_environ.items():
