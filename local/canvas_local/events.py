@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,6 +93,8 @@ class ExecutionWatcher:
         self.after_each = after_each
         self._endings: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._pending = 0
+        self._pending_lock = threading.Lock()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="execution-watcher", daemon=True)
@@ -104,7 +107,16 @@ class ExecutionWatcher:
             self._thread = None
 
     def notify(self, execution_arn: str) -> None:
+        with self._pending_lock:
+            self._pending += 1
         self._endings.put(execution_arn)
+
+    def wait_until_idle(self, timeout: float) -> bool:
+        """True once every ending reported so far has been delivered; False if that takes over `timeout`."""
+        deadline = time.monotonic() + timeout
+        while self._pending and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return not self._pending
 
     def deliver_ending(self, execution_arn: str) -> None:
         """Send the status change event of one ended execution to every rule that matches it."""
@@ -124,3 +136,6 @@ class ExecutionWatcher:
                     self.after_each()
             except Exception:  # the watcher must outlive a failed delivery, as EventBridge outlives a failed target
                 LOG.exception("Delivering the end of %s failed", execution_arn)
+            finally:
+                with self._pending_lock:
+                    self._pending -= 1

@@ -388,6 +388,8 @@ class LocalStack:
         deadline = time.monotonic() + grace_seconds
         while self.running_executions() and time.monotonic() < deadline:
             time.sleep(0.05)
+        if self._watcher is not None:  # let FailRunFunction end the runs the stopped executions leave
+            self._watcher.wait_until_idle(max(0.5, deadline - time.monotonic()))
         runs_table = self.table_names.get("RunsTable")
         if running and runs_table is not None:
             self._fail_runs(runs_left_running(self.client("dynamodb"), runs_table))
