@@ -84,6 +84,16 @@ class Invocation:
     function_error: str | None = None
 
 
+def _mark_cold_start() -> None:
+    """Powertools reports `cold_start` from one flag per process, which a new environment sets again (two
+    environments starting in the same instant may swap it; the REPORT line's Init Duration is exact)."""
+    try:
+        from aws_lambda_powertools.logging import logger as powertools_logger
+    except ImportError:
+        return
+    powertools_logger.is_cold_start = True
+
+
 class Throttled(Exception):
     """Every execution environment of the function stayed busy for as long as the caller would wait: what
     Lambda answers with `TooManyRequestsException` when a function is at its concurrency."""
@@ -114,6 +124,7 @@ class ExecutionEnvironment:
                 started = time.perf_counter()
                 self._handler = self.function.load()
                 init_ms = self.init_ms = (time.perf_counter() - started) * 1000
+                _mark_cold_start()
             self.invocations += 1
             started = time.perf_counter()
             try:
