@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from bench import archive_limits, cold_import, makespan, render
+from bench import archive_limits, cold_import, load, makespan, render
 
 BENCHMARKS = {
     "cold_import": cold_import.main,
     "makespan": makespan.main,
     "archive_limits": archive_limits.main,
     "render": render.main,
+    "load": load.main,
 }
 
 
