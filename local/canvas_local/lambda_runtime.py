@@ -244,12 +244,22 @@ class LocalFunction:
                 if self._size < self.concurrency:
                     self._size += 1
                     self.cold_starts += 1
-                    return ExecutionEnvironment(self, self._free_index())
+                    index = self._free_index()
+                    break
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    break
+                    raise Throttled(self.name, self.concurrency)
                 self._changed.wait(remaining)
-        raise Throttled(self.name, self.concurrency)
+            else:
+                raise Throttled(self.name, self.concurrency)
+        try:
+            return ExecutionEnvironment(self, index)
+        except BaseException:
+            with self._changed:  # give the place back, or the function would stay throttled
+                self._size -= 1
+                self._indexes.discard(index)
+                self._changed.notify()
+            raise
 
     def _release(self, environment: ExecutionEnvironment, healthy: bool) -> None:
         with self._changed:

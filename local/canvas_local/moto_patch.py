@@ -344,11 +344,16 @@ def release_finished_threads() -> int:
     threads = sfn_utils.TMP_THREADS
     # A thread appended but not yet started has no ident: not finished, only early.
     finished = [thread for thread in list(threads) if thread.ident is not None and not thread.is_alive()]
+    released = 0
     for thread in finished:
-        thread.join()
+        try:
+            thread.join()
+        except RuntimeError:  # it has an ident but is not marked started yet: starting, not finished
+            continue
         with contextlib.suppress(ValueError):
             threads.remove(thread)
-    return len(finished)
+        released += 1
+    return released
 
 
 def forget_ended_executions(keep: int, account_id: str, region: str) -> int:

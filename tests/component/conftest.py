@@ -16,6 +16,7 @@ from moto import mock_aws
 from canvas_core.adapters.aws import reset_clients
 from canvas_core.auth import create_account_with_key
 from canvas_core.config import get_settings
+from canvas_local import moto_patch
 from canvas_local.template import Template
 from tests.support import ROOT
 
@@ -28,7 +29,18 @@ def template() -> Template:
 
 
 @pytest.fixture
-def aws(template: Template, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
+def moto_locks() -> Iterator[None]:
+    """moto serving one request at a time per service, as in the embedded stack: its backends are plain dicts,
+    so handlers called from several threads at once would otherwise race inside moto itself."""
+    moto_patch.install_backend_locks()
+    try:
+        yield
+    finally:
+        moto_patch.uninstall_backend_locks()
+
+
+@pytest.fixture
+def aws(template: Template, monkeypatch: pytest.MonkeyPatch, moto_locks: None) -> Iterator[SimpleNamespace]:
     """moto with the template's resources, and the functions' environment as template.yaml sets it."""
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     for name, value in {

@@ -1,23 +1,38 @@
-"""The seam canvas_local.moto_patch replaces in moto's Step Functions interpreter: these tests fail loudly
-when a moto upgrade moves it, reshapes it, or stops routing a Lambda Task form through it."""
+"""The seams canvas_local.moto_patch replaces or wraps in moto (the Lambda task seam, per-service request locks,
+the execution-end hook, the interpreter's thread list, partition-only queries, the ASL parse and routing caches):
+these tests fail loudly when a moto upgrade moves or reshapes one, and show what each patch does through moto."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import inspect
 import json
+import queue
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from moto import backends as moto_backends
 from moto import mock_aws
+from moto.dynamodb.models.table import Table
+from moto.dynamodb.responses import DynamoHandler
+from moto.s3.responses import S3Response
+from moto.stepfunctions.parser import utils as sfn_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda import (
     StateTaskServiceLambda,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 
 from canvas_local import moto_patch
 from canvas_local.lambda_runtime import LocalFunction, function_arn
@@ -355,3 +370,501 @@ def test_a_failure_while_writing_rolls_back_the_items_already_written(transactio
             ]
         )
     assert set(_items(ddb)) == {"a"} and _items(ddb)["a"]["n"] == {"N": "1"}
+
+
+# ---------------------------------------------------------------- the other seams, and what the patches do there
+
+
+def test_the_seams_of_the_locks_caches_and_hooks_keep_the_shapes_the_patches_implement():
+    # Given the moto functions and objects moto_patch replaces, wraps or mutates
+    # When their shapes are read
+    # Then every request to a locked service still goes through BaseResponse.call_action (DynamoDB's override
+    # calls it through super()) or one of S3's three entry points, called by attribute from S3's dispatchers
+    assert parameters_of(moto_patch._ORIGINAL_CALL_ACTION) == ["self"]
+    assert "call_action" in DynamoHandler.call_action.__wrapped__.__code__.co_names
+    for name in moto_patch._S3_ENTRY_POINTS:
+        assert parameters_of(moto_patch._ORIGINAL_S3[name]) == ["self", "request", "full_url", "headers"]
+    assert "bucket_response" in S3Response.bucket_dispatch.__func__.__code__.co_names
+    assert "key_response" in S3Response.key_dispatch.__func__.__code__.co_names
+    assert "ambiguous_response" in S3Response.ambiguous_dispatch.__func__.__code__.co_names
+    # And the interpreter reports every ending through one method of the execution's worker communication
+    assert parameters_of(moto_patch._ORIGINAL_TERMINATED) == ["self"]
+    assert BaseExecutionWorkerCommunication.__dict__.get("terminated") in (
+        moto_patch._ORIGINAL_TERMINATED,
+        moto_patch._terminated,
+    )
+    # And the interpreter's threads go to one list that every module appending to it shares
+    assert isinstance(sfn_utils.TMP_THREADS, list)
+    for module in THREAD_STARTING_MODULES:
+        assert importlib.import_module(module).TMP_THREADS is sfn_utils.TMP_THREADS, module
+    # And a query on a table's own key filters `all_items()` by hash key
+    query = parameters_of(moto_patch._ORIGINAL_QUERY)
+    assert query[:2] == ["self", "hash_key"] and "index_name" in query
+    assert "all_items" in moto_patch._ORIGINAL_QUERY.__code__.co_names
+    # And the parser is a static method of one argument, the server's routing a method of the host
+    assert isinstance(moto_patch._ORIGINAL_PARSE, staticmethod)
+    assert parameters_of(moto_patch._ORIGINAL_PARSE.__func__) == ["definition"]
+    assert parameters_of(moto_patch._ORIGINAL_BACKEND_FOR_HOST) == ["self", "host"]
+    modules = list(moto_patch._ORIGINAL_LIST_MODULES())
+    assert {"dynamodb", "s3", "stepfunctions"} <= set(modules)
+    assert callable(moto_backends.list_of_moto_modules)
+
+
+def parameters_of(function: Any) -> list[str]:
+    return list(inspect.signature(function).parameters)
+
+
+THREAD_STARTING_MODULES = [
+    "moto.stepfunctions.parser.asl.component.program.program",
+    "moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.inline_iteration_component",
+    "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback",
+    "moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker",
+]
+TABLE = "seams"
+KEY_SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]
+ATTRIBUTES = [{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk", "kind")]
+
+
+@pytest.fixture
+def backend_locks() -> Iterator[None]:
+    moto_patch.install_backend_locks()
+    try:
+        yield
+    finally:
+        moto_patch.uninstall_backend_locks()
+
+
+@pytest.fixture
+def caches() -> Iterator[Callable[[bool], None]]:
+    """`use(True)` installs moto_patch's caches, `use(False)` removes them; the state before is restored."""
+    installed_before = Table.query is moto_patch._query_partition
+
+    def use(installed: bool) -> None:
+        if installed:
+            moto_patch.install_caches()
+        else:
+            moto_patch.uninstall_caches()
+
+    yield use
+    use(installed_before)
+
+
+@pytest.fixture
+def aws() -> Iterator[SimpleNamespace]:
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        yield SimpleNamespace(**{service: aws_client(service) for service in ("dynamodb", "s3", "stepfunctions")})
+
+
+def aws_client(service: str) -> Any:
+    return boto3.client(service, region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def create_table(dynamodb: Any, name: str = TABLE) -> None:
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=KEY_SCHEMA,
+        AttributeDefinitions=ATTRIBUTES,
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-kind",
+                "KeySchema": [
+                    {"AttributeName": "kind", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+# ---------------------------------------------------------------- one request at a time per service
+
+
+@pytest.mark.parametrize(
+    ("service", "call"),
+    [
+        ("dynamodb", lambda aws: aws.dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "p"}, "sk": {"S": "s"}})),
+        ("s3", lambda aws: aws.s3.put_object(Bucket="locked", Key="a/b.txt", Body=b"x")),
+        ("s3", lambda aws: aws.s3.list_objects_v2(Bucket="locked")),
+        ("s3", lambda aws: aws.s3.head_bucket(Bucket="locked")),
+        ("stepfunctions", lambda aws: aws.stepfunctions.list_state_machines()),
+    ],
+    ids=["dynamodb-put", "s3-key", "s3-bucket", "s3-head-bucket", "stepfunctions"],
+)
+def test_a_request_waits_while_its_services_lock_is_held(aws, backend_locks, service, call):
+    # Given the service's lock held by this thread
+    create_table(aws.dynamodb)
+    aws.s3.create_bucket(Bucket="locked")
+    lock = moto_patch.service_lock(service)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with lock:
+            # When another thread makes a request to the service
+            request = pool.submit(call, aws)
+            # Then it is not served while the lock is held
+            with pytest.raises(FutureTimeout):
+                request.result(timeout=0.3)
+        # And it is served once the lock is released
+        request.result(timeout=10)
+
+
+ROUNDS = 200
+THREADS = 8
+
+
+@pytest.mark.timeout(180)  # 4,800 requests to moto: about 20 s on a busy two-core machine
+def test_eight_threads_writing_and_querying_one_table_at_once_all_succeed_with_the_right_counts(
+    aws, backend_locks, caches
+):
+    # Given one table, served under the DynamoDB lock with partition-only queries, as the embedded stack does
+    caches(True)
+    create_table(aws.dynamodb)
+    clients = [aws_client("dynamodb") for _ in range(THREADS)]
+    start = threading.Barrier(THREADS)
+
+    def work(thread: int) -> list[str]:
+        dynamodb, partition, problems = clients[thread], f"thread-{thread}", []
+        start.wait()
+        for i in range(ROUNDS):
+            dynamodb.put_item(
+                TableName=TABLE, Item={"pk": {"S": partition}, "sk": {"S": f"{i:04d}"}, "kind": {"S": "row"}}
+            )
+            dynamodb.update_item(
+                TableName=TABLE,
+                Key={"pk": {"S": "shared"}, "sk": {"S": "counter"}},
+                UpdateExpression="ADD n :one",
+                ExpressionAttributeValues={":one": {"N": "1"}},
+            )
+            count = dynamodb.query(
+                TableName=TABLE,
+                KeyConditionExpression="pk = :p",
+                ExpressionAttributeValues={":p": {"S": partition}},
+                Select="COUNT",
+            )["Count"]
+            if count != i + 1:
+                problems.append(f"{partition} round {i}: query counted {count}")
+        return problems
+
+    # When eight threads each put, update a shared counter and query their partition, 200 times, at once
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        problems = [p for future in [pool.submit(work, t) for t in range(THREADS)] for p in future.result(timeout=120)]
+
+    # Then no call failed, every query counted what its thread had written, and nothing was lost
+    assert problems == []
+    counter = aws.dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "shared"}, "sk": {"S": "counter"}})["Item"]
+    assert counter["n"] == {"N": str(THREADS * ROUNDS)}
+    assert aws.dynamodb.scan(TableName=TABLE, Select="COUNT")["Count"] == THREADS * ROUNDS + 1
+    for thread in range(THREADS):
+        assert query_count(aws.dynamodb, f"thread-{thread}") == ROUNDS
+
+
+def query_count(dynamodb: Any, partition: str) -> int:
+    return dynamodb.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": partition}},
+        Select="COUNT",
+    )["Count"]
+
+
+# ---------------------------------------------------------------- the interpreter's threads and endings
+
+
+@pytest.fixture
+def interpreter_threads() -> Iterator[list[threading.Thread]]:
+    """Threads a test puts in moto's TMP_THREADS; whatever is left of them is taken out afterwards."""
+    added: list[threading.Thread] = []
+    yield added
+    for thread in added:
+        with contextlib.suppress(ValueError):
+            sfn_utils.TMP_THREADS.remove(thread)
+
+
+def test_release_finished_threads_forgets_finished_threads_only(interpreter_threads):
+    # Given finished threads, a running one and one not yet started in the interpreter's list
+    stop = threading.Event()
+    finished = [threading.Thread(target=lambda: None) for _ in range(3)]
+    for thread in finished:
+        thread.start()
+        thread.join()
+    running = threading.Thread(target=stop.wait, args=(10,))
+    running.start()
+    unstarted = threading.Thread(target=lambda: None)
+    interpreter_threads.extend([*finished, running, unstarted])
+    sfn_utils.TMP_THREADS.extend(interpreter_threads)
+
+    try:
+        # When finished threads are released
+        released = moto_patch.release_finished_threads()
+
+        # Then the finished ones are gone, the running and the unstarted ones kept
+        assert released >= len(finished)
+        assert not any(thread in sfn_utils.TMP_THREADS for thread in finished)
+        assert running in sfn_utils.TMP_THREADS
+        assert unstarted in sfn_utils.TMP_THREADS
+    finally:
+        stop.set()
+        running.join()
+
+
+PASS_MACHINE = {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
+FAIL_MACHINE = {"StartAt": "Fail", "States": {"Fail": {"Type": "Fail", "Error": "Boom", "Cause": "test"}}}
+
+
+@pytest.mark.parametrize("definition", [PASS_MACHINE, FAIL_MACHINE], ids=["succeeded", "failed"])
+def test_each_ending_reaches_the_execution_listeners(aws, definition):
+    # Given a listener of execution endings
+    ended: queue.SimpleQueue[str] = queue.SimpleQueue()
+    moto_patch.on_execution_end(ended.put)
+    try:
+        # When an execution runs to its end
+        arn = aws.stepfunctions.create_state_machine(
+            name="ends", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/test"
+        )["stateMachineArn"]
+        execution_arn = aws.stepfunctions.start_execution(stateMachineArn=arn)["executionArn"]
+
+        # Then the listener is told its ARN, once it has ended
+        assert ended.get(timeout=10) == execution_arn
+        status = aws.stepfunctions.describe_execution(executionArn=execution_arn)["status"]
+        assert status == ("SUCCEEDED" if definition is PASS_MACHINE else "FAILED")
+    finally:
+        moto_patch.remove_execution_listener(ended.put)
+    # And without listeners, moto's own method is back
+    assert BaseExecutionWorkerCommunication.terminated is moto_patch._ORIGINAL_TERMINATED
+
+
+# ---------------------------------------------------------------- partition-only queries
+
+
+PARTITIONS = 40
+ITEMS_PER_PARTITION = 15
+
+
+def seed_partitions(dynamodb: Any) -> None:
+    create_table(dynamodb)
+    for p in range(PARTITIONS):
+        for i in range(ITEMS_PER_PARTITION):
+            item = {"pk": {"S": f"run-{p:02d}"}, "sk": {"S": f"block-{i:02d}"}, "n": {"N": str(i)}}
+            if i % 3 == 0:
+                item["kind"] = {"S": f"kind-{p % 4}"}
+            dynamodb.put_item(TableName=TABLE, Item=item)
+
+
+QUERIES: dict[str, dict[str, Any]] = {
+    "partition": {"KeyConditionExpression": "pk = :p", "ExpressionAttributeValues": {":p": {"S": "run-07"}}},
+    "backward": {
+        "KeyConditionExpression": "pk = :p",
+        "ExpressionAttributeValues": {":p": {"S": "run-07"}},
+        "ScanIndexForward": False,
+    },
+    "range": {
+        "KeyConditionExpression": "pk = :p AND sk BETWEEN :a AND :b",
+        "ExpressionAttributeValues": {":p": {"S": "run-12"}, ":a": {"S": "block-03"}, ":b": {"S": "block-09"}},
+    },
+    "prefix": {
+        "KeyConditionExpression": "pk = :p AND begins_with(sk, :s)",
+        "ExpressionAttributeValues": {":p": {"S": "run-30"}, ":s": {"S": "block-1"}},
+    },
+    "filtered": {
+        "KeyConditionExpression": "pk = :p",
+        "FilterExpression": "n > :five",
+        "ExpressionAttributeValues": {":p": {"S": "run-21"}, ":five": {"N": "5"}},
+    },
+    "projected": {
+        "KeyConditionExpression": "pk = :p",
+        "ProjectionExpression": "sk",
+        "ExpressionAttributeValues": {":p": {"S": "run-21"}},
+    },
+    "count": {
+        "KeyConditionExpression": "pk = :p",
+        "Select": "COUNT",
+        "ExpressionAttributeValues": {":p": {"S": "run-39"}},
+    },
+    "missing partition": {"KeyConditionExpression": "pk = :p", "ExpressionAttributeValues": {":p": {"S": "none"}}},
+    "index": {
+        "IndexName": "by-kind",
+        "KeyConditionExpression": "kind = :k",
+        "ExpressionAttributeValues": {":k": {"S": "kind-2"}},
+    },
+}
+
+
+def all_pages(dynamodb: Any, limit: int | None = None, **query: Any) -> list[dict[str, Any]]:
+    """Every page of a query, as a client paginating with Limit and ExclusiveStartKey reads them."""
+    pages, start = [], None
+    while True:
+        arguments = {"TableName": TABLE, **query}
+        if limit is not None:
+            arguments["Limit"] = limit
+        if start is not None:
+            arguments["ExclusiveStartKey"] = start
+        page = dynamodb.query(**arguments)
+        page.pop("ResponseMetadata")
+        pages.append(page)
+        start = page.get("LastEvaluatedKey")
+        if start is None or len(pages) > 50:
+            return pages
+
+
+def answers(dynamodb: Any) -> dict[str, list[dict[str, Any]]]:
+    results = {name: all_pages(dynamodb, **query) for name, query in QUERIES.items()}
+    for name in ("partition", "backward", "filtered", "index"):
+        results[f"{name}, 4 a page"] = all_pages(dynamodb, limit=4, **QUERIES[name])
+    return results
+
+
+def test_a_partition_only_query_answers_what_motos_query_answers(aws, caches):
+    # Given a table of many partitions (and an index across them)
+    seed_partitions(aws.dynamodb)
+
+    # When the same queries are made with moto's query and with the partition-only one
+    caches(False)
+    expected = answers(aws.dynamodb)
+    caches(True)
+    actual = answers(aws.dynamodb)
+
+    # Then every page of every query is the same, item for item, with the same position to resume from
+    assert actual == expected
+    # And the queries were worth comparing: pages were resumed, in both directions, and items found
+    assert len(expected["partition, 4 a page"]) == 4
+    assert expected["backward"][0]["Items"][0]["sk"] == {"S": f"block-{ITEMS_PER_PARTITION - 1:02d}"}
+    assert expected["backward, 4 a page"][1]["Items"][0]["sk"] == {"S": f"block-{ITEMS_PER_PARTITION - 5:02d}"}
+    assert expected["missing partition"][0]["Items"] == []
+
+
+def test_the_asl_parse_is_done_once_per_definition(caches):
+    # Given the caches installed
+    caches(True)
+    definition = json.dumps(PASS_MACHINE)
+
+    # When the same definition is parsed twice, and another once
+    first = AmazonStateLanguageParser.parse(definition)
+    second = AmazonStateLanguageParser.parse(definition)
+    other = AmazonStateLanguageParser.parse(json.dumps(FAIL_MACHINE))
+
+    # Then the program is shared, and only by the same definition
+    assert first is second
+    assert other is not first
+
+
+def test_executions_sharing_one_parsed_program_at_once_keep_their_own_state(aws, functions, caches):
+    # Given a machine with a Map, a Parallel and a retried task, its parse cached, and a task that waits until
+    # both executions are inside it
+    caches(True)
+    both_inside = threading.Barrier(2, timeout=10)
+    attempts: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def task(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        key = f"{event['run']}-{event['item']}"
+        with lock:
+            attempts[key] = attempts.get(key, 0) + 1
+            attempt = attempts[key]
+        if event["item"] == 0 and attempt == 1:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                both_inside.wait()
+            raise BlockRetryableError("first attempt fails")
+        return {"run": event["run"], "item": event["item"], "attempt": attempt}
+
+    register(functions, "TaskFunction", task)
+    machine = {
+        "StartAt": "Each",
+        "States": {
+            "Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "ItemSelector": {"run.$": "$.run", "item.$": "$$.Map.Item.Value"},
+                "ItemProcessor": {
+                    "StartAt": "Task",
+                    "States": {
+                        "Task": lambda_task(
+                            "TaskFunction",
+                            "service-integration",
+                            End=True,
+                            Retry=[{"ErrorEquals": ["BlockRetryableError"], "IntervalSeconds": 1, "MaxAttempts": 2}],
+                        )
+                    },
+                },
+                "ResultPath": "$.mapped",
+                "Next": "Both",
+            },
+            "Both": {
+                "Type": "Parallel",
+                "Branches": [
+                    {
+                        "StartAt": "Left",
+                        "States": {"Left": {"Type": "Pass", "Parameters": {"side.$": "$.run"}, "End": True}},
+                    },
+                    {"StartAt": "Right", "States": {"Right": {"Type": "Pass", "Result": "right", "End": True}}},
+                ],
+                "ResultPath": "$.branches",
+                "End": True,
+            },
+        },
+    }
+    arn = aws.stepfunctions.create_state_machine(
+        name="shared-program", definition=json.dumps(machine), roleArn="arn:aws:iam::123456789012:role/test"
+    )["stateMachineArn"]
+
+    # When two executions with different inputs run at once
+    runs = {"a": [0, 1, 2], "b": [0, 3]}
+    executions = {
+        run: aws.stepfunctions.start_execution(
+            stateMachineArn=arn, name=f"run-{run}", input=json.dumps({"run": run, "items": items})
+        )["executionArn"]
+        for run, items in runs.items()
+    }
+    outputs = {run: output_of(wait_for(aws.stepfunctions, arn_)) for run, arn_ in executions.items()}
+
+    # Then each ended with its own items, its own retries and its own branches
+    for run, items in runs.items():
+        assert outputs[run]["mapped"] == [
+            {"run": run, "item": item, "attempt": 2 if item == 0 else 1} for item in items
+        ]
+        assert outputs[run]["branches"] == [{"side": run}, "right"]
+
+
+def wait_for(sfn: Any, execution_arn: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while (described := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline, "execution still RUNNING after 30s"
+        time.sleep(0.05)
+    return described
+
+
+class StartingThread(threading.Thread):
+    """A thread held at the point of its start where it has an ident but is not yet marked started (between
+    `_set_ident` and `_started.set()` in threading's bootstrap), as any thread moto starts passes through."""
+
+    def __init__(self) -> None:
+        super().__init__(target=lambda: None)
+        self.has_ident = threading.Event()
+        self.proceed = threading.Event()
+
+    def _set_native_id(self) -> None:
+        self.has_ident.set()
+        self.proceed.wait(timeout=5)
+        super()._set_native_id()
+
+
+def test_release_finished_threads_leaves_a_thread_that_is_still_starting(interpreter_threads):
+    # Given a thread the interpreter appended and is starting right now
+    starting = StartingThread()
+    interpreter_threads.append(starting)
+    sfn_utils.TMP_THREADS.append(starting)
+    starter = threading.Thread(target=starting.start)
+    starter.start()
+    assert starting.has_ident.wait(timeout=5)
+
+    try:
+        # When finished threads are released meanwhile (the watcher does so after every execution's end)
+        released = moto_patch.release_finished_threads()
+
+        # Then the starting thread is neither released nor an error
+        assert starting in sfn_utils.TMP_THREADS
+        assert released >= 0
+    finally:
+        starting.proceed.set()
+        starter.join(timeout=5)
+        starting.join(timeout=5)

@@ -44,10 +44,9 @@ class _EnvironmentLogger(Logger):
         super().__init__()
 
     def _get_logger(self) -> logging.Logger:
-        name = f"{self.service}@{self._environment_name}"
-        # A name reused by a later environment starts clean: no handler or keys of the one before.
-        logging.Logger.manager.loggerDict.pop(name, None)
-        own = logging.getLogger(name)
+        # Outside logging's registry: a name another environment used before starts clean (no handler or keys
+        # of the one before), and nothing global is touched while other threads log.
+        own = logging.Logger(f"{self.service}@{self._environment_name}")
         own.propagate = False  # its handler writes the line; the root's would repeat it
         return own
 

@@ -1,0 +1,74 @@
+"""`canvas serve` where its port is already taken: one line that says so, exit status 2, nothing started."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from canvas_local import cli
+from tests.support import ROOT
+
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
+
+# What `main` changes for the whole process before serving.
+CLI_LOGGERS = ("werkzeug", "httpx", "botocore", "urllib3", "moto.stepfunctions.parser.asl.component.eval_component")
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port another process is listening on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+@pytest.fixture
+def process_settings() -> Iterator[None]:
+    """Signal handlers and logger levels as they were: `serve` sets both for the process."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    levels = {name: logging.getLogger(name).level for name in CLI_LOGGERS}
+    yield
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+def test_serve_on_a_taken_port_says_so_in_one_line_and_returns_2(taken_port, process_settings, capsys):
+    # Given a port another process listens on
+    # When `canvas serve` is asked to use it
+    status = cli.main(["serve", "--host", "127.0.0.1", "--port", str(taken_port)])
+
+    # Then it prints one line naming the address and the way out, and exits 2
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert err.splitlines() == [
+        f"canvas serve: 127.0.0.1:{taken_port} is in use; choose another port with --port",
+    ]
+    assert out == ""
+
+
+def test_serve_on_a_taken_port_prints_only_that_line_as_a_command(taken_port):
+    # Given a port another process listens on
+    # When `canvas serve` runs as a command on it
+    finished = subprocess.run(
+        [sys.executable, "-m", "canvas_local.cli", "serve", "--port", str(taken_port)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=45,
+    )
+
+    # Then the user sees one line and exit status 2, with no traceback and no log
+    assert finished.returncode == 2
+    assert finished.stderr.splitlines() == [
+        f"canvas serve: 127.0.0.1:{taken_port} is in use; choose another port with --port",
+    ]
+    assert finished.stdout == ""
