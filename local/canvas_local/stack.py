@@ -373,26 +373,25 @@ class LocalStack:
         ]
 
     def _end_runs_in_flight(self, grace_seconds: float) -> None:
-        """Stop every execution: each ending reaches FailRunFunction through the watcher, as on AWS, which
-        marks its run failed and keeps its finished blocks. A run the watcher has not ended within the grace
-        period is ended here the same way."""
-        sfn = self.client("stepfunctions")
+        """End every run still running with the reason the stack stopped (finished blocks are kept), then stop
+        the executions, letting their endings reach the watcher (FailRunFunction finds the runs ended)."""
         try:
             running = self.running_executions()
         except Exception:  # moto's server already gone: nothing can run
             LOG.exception("Listing executions in flight failed")
             return
+        runs_table = self.table_names.get("RunsTable")
+        if running and runs_table is not None:
+            self._fail_runs(runs_left_running(self.client("dynamodb"), runs_table))
+        sfn = self.client("stepfunctions")
         for execution_arn in running:
             with contextlib.suppress(Exception):
                 sfn.stop_execution(executionArn=execution_arn, error="States.Aborted", cause=STOPPED_RUN_REASON)
         deadline = time.monotonic() + grace_seconds
         while self.running_executions() and time.monotonic() < deadline:
             time.sleep(0.05)
-        if self._watcher is not None:  # let FailRunFunction end the runs the stopped executions leave
+        if self._watcher is not None:
             self._watcher.wait_until_idle(max(0.5, deadline - time.monotonic()))
-        runs_table = self.table_names.get("RunsTable")
-        if running and runs_table is not None:
-            self._fail_runs(runs_left_running(self.client("dynamodb"), runs_table))
         if self._snapshots is not None:
             self._snapshots.save_now()
 
