@@ -18,6 +18,7 @@ from typing import Any, Self
 import boto3
 
 from canvas_local import moto_patch, priority
+from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.events import ExecutionWatcher
 from canvas_local.frontdoor import FrontDoor
 from canvas_local.lambda_runtime import ACCOUNT_ID, DEFAULT_CONCURRENCY, REGION, LocalFunction
@@ -26,9 +27,6 @@ from canvas_local.state_dir import StateDir, runs_left_running
 from canvas_local.template import FunctionSpec, Template, TemplateError
 
 LOG = logging.getLogger(__name__)
-
-DEFAULT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
-PROVIDERS = ("offline", "bedrock", "openai")
 
 
 def seed_account(api_key: str) -> str:
