@@ -19,6 +19,7 @@ BLOCK_FOLDERS = {
     "file-block": "blocks/file_block",
     "image-block": "blocks/image_block",
     "document-block": "blocks/document_block",
+    "web-block": "blocks/web_block",
 }
 
 
@@ -188,6 +189,40 @@ def test_failed_input_skips_dependents_and_keeps_finished_work(aws, account, fun
     assert "The sky is blue" in data["result"]["final_output"]
     assert {e["block_type"] for e in data["errors"]} == {"file-block", "prompt-block", "text-block"}
     assert any(e["error"].endswith("b.txt could not be read") for e in data["errors"])
+
+
+def test_a_page_that_cannot_be_read_is_gone_without_and_does_not_skip_its_readers(aws, account, function, context):
+    # Given a prompt whose link is loopback (refused) and another that does not parse at all
+    body = "prompt=" + "Summarize%20http://[::1]:3941/e%20and%20http://[bad&template=report"
+    created = start_run(function, context, account.api_key, body=body)
+    # When
+    drive(function, context, account.account_id, created)
+    # Then the web-block failed with its reason, and the blocks reading it ran on the rest: a report was made
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    assert [(n.type, n.status.value) for n in nodes] == [
+        ("web-block", "error"),
+        ("prompt-block", "completed"),
+        ("text-block", "completed"),
+        ("document-block", "completed"),
+    ]
+    _, body = get(function, context, account.api_key, "api/get_run", "get_run", run_id=created["run_id"])
+    data = body["data"]
+    assert data["status"] == "partial" and [a["type"] for a in data["result"]["artifacts"]] == ["docx"]
+    [error] = data["errors"]
+    assert error["block_type"] == "web-block" and "Refused to fetch ::1: a loopback address" in error["error"]
+
+
+def test_artifacts_of_one_run_have_distinct_names():
+    from canvas_core.models.items import Artifact
+    from canvas_core.orchestration import unique_names
+
+    def named(name: str) -> Artifact:
+        return Artifact(id=str(uuid.uuid4()), type=name.rsplit(".")[-1], name=name, s3_key=f"k/{name}", size_bytes=1)
+
+    artifacts = [named("report.docx"), named("report.docx"), named("Report.docx"), named("report.pptx"), named("x")]
+    renamed = unique_names(artifacts)
+    assert [a.name for a in renamed] == ["report.docx", "report-2.docx", "Report-3.docx", "report.pptx", "x"]
+    assert [a.s3_key for a in renamed] == [a.s3_key for a in artifacts]  # what is stored keeps its key
 
 
 def test_execution_timeout_marks_the_run_failed_and_nothing_running(aws, account, function, context):

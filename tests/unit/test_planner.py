@@ -84,7 +84,7 @@ EXPECTED = {
     "report": ["prompt", "text", "document"],
     "slides": ["prompt", "text", "presentation"],
     "memo": ["prompt", "text", "memo"],
-    "excel": ["prompt", "table", "text", "excel"],
+    "excel": ["prompt", "text", "excel"],  # no table-block: without material it could only restate the prompt
     "app": ["prompt", "text", "app"],
     "landing_page": ["prompt", "text", "image", "landing-page"],
 }
@@ -117,7 +117,8 @@ def test_deep_research_has_researcher_analyst_reviewer_and_writer():
     assert analysis.inputs == [research.block_id]
     assert review.inputs == [analysis.block_id]
     assert answer.inputs == [analysis.block_id, review.block_id]
-    assert memo.inputs == [answer.block_id] and memo.name == "Research memo"
+    # the memo reads the research itself besides the answer
+    assert memo.inputs == [research.block_id, answer.block_id] and memo.name == "Research memo"
 
 
 def test_explicit_blocks_override_the_template():
@@ -289,6 +290,8 @@ def test_the_model_plans_with_the_requesters_instructions_and_its_plan_is_used()
         ("memo-block", "Council memo", "Writer"),
     ]
     assert_well_formed(plan, run)
+    # And the deliverable reads the upload itself, though the model's plan had it read only the answer
+    assert plan.nodes[-1].inputs == [plan.nodes[3].block_id, plan.nodes[0].block_id]
     # And planning's usage is priced
     assert plan.models_used == ["test/recording-model:planner"]
     tokens_in, tokens_out = len((call.system + " " + call.prompt).split()), len(provider.answers[0].split())
@@ -433,3 +436,62 @@ def test_a_model_cannot_point_a_block_at_an_upload_or_flood_it_with_text():
     generated = plan.nodes[0]
     assert generated.type == "image-block" and generated.upload_id is None
     assert len(generated.instructions) == 4000
+
+
+# ---- the deliverable reads the material itself ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("template", "deliverable"),
+    [("slides", "presentation-block"), ("report", "document-block"), ("excel", "excel-block"), ("app", "app-block")],
+)
+def test_each_deliverable_reads_the_uploads_directly(template, deliverable):
+    # Given a workbook, a CSV and a photo uploaded with a template's request
+    uploads = [upload("sales.xlsx", "xlsx"), upload("tickets.csv", "csv"), upload("photo.png", "png")]
+    run = make_run(prompt="Show our sales and tickets", template=template, uploads=uploads)
+    # When
+    plan = plan_canvas(run, OfflineProvider())
+    # Then the deliverable reads every upload, not only the answer written about them
+    [target] = [n for n in plan.nodes if n.type == deliverable]
+    assert {n.block_id for n in plan.nodes[:3]} <= set(target.inputs)
+    assert any(
+        plan.nodes[i].type == "text-block" for i in range(len(plan.nodes)) if plan.nodes[i].block_id in target.inputs
+    )
+    assert_well_formed(plan, run)
+
+
+def test_an_image_asked_for_reads_the_tables_and_a_landing_page_uses_the_uploaded_image():
+    # Given a chart asked for over an uploaded table
+    chart = plan_canvas(make_run(prompt="Make a chart image of the sales table", uploads=[upload("s.xlsx", "xlsx")]))
+    # Then the image-block reads the upload (and the table built from it), not only the answer
+    [image] = [n for n in chart.nodes if n.type == "image-block"]
+    [table] = [n for n in chart.nodes if n.type == "table-block"]
+    assert chart.nodes[0].block_id in image.inputs and table.block_id in image.inputs
+    # Given a landing page with an uploaded logo
+    landing = plan_canvas(
+        make_run(prompt="A page for our bakery", template="landing_page", uploads=[upload("logo.png", "png")])
+    )
+    # Then no hero image is generated: the page reads the logo
+    assert [n.type for n in landing.nodes].count("image-block") == 1
+    assert landing.nodes[0].block_id in landing.nodes[-1].inputs
+
+
+def test_the_deliverable_is_told_its_outline():
+    from canvas_core.agents.outline import outline_in
+
+    run = make_run(prompt="Make a deck of five slides comparing solar, wind and hydro power", template="slides")
+    deck = plan_canvas(run, OfflineProvider()).nodes[-1]
+    assert outline_in(deck.instructions) == (["Solar", "Wind", "Hydro power"], 5)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "pages"),
+    [
+        ("Summarize http://[::1]:3941/e please", ["http://[::1]:3941/e"]),
+        ("Summarize http://[bad and http://[::1", []),
+        ("Summarize http://example.com:99999/x and https://[fe80::1%25eth0]/y", ["https://[fe80::1%25eth0]/y"]),
+    ],
+)
+def test_a_link_however_malformed_is_planned_or_left_out_never_an_error(prompt, pages):
+    plan = plan_canvas(make_run(prompt=prompt), OfflineProvider())
+    assert [n.url for n in plan.nodes if n.type == "web-block"] == pages

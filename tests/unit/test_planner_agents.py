@@ -158,6 +158,16 @@ def test_without_the_writer_the_final_output_gathers_what_finished_with_numbered
     assert final_output([], []) == ""
 
 
+def test_without_the_writer_the_offline_notice_is_said_once():
+    from canvas_core.providers.offline import NOTICE
+
+    a = node("Part 1", content=f"{NOTICE}\n\nTask: one\n\n- Tides follow the moon [1].", sources=[NOTES])
+    b = node("Part 2", content=f"{NOTICE}\n\nTask: two\n\n- Budgets are tight [1].", sources=[BUDGET])
+    text_out = final_output([a, b], [])
+    assert text_out.count(NOTICE) == 1 and text_out.startswith(NOTICE)
+    assert "Tides follow the moon [1]." in text_out and "Budgets are tight [2]." in text_out
+
+
 def test_material_helpers():
     assert renumber("a [1] b [2] c [9]", {1: 3, 2: 1}) == "a [3] b [1] c [9]"
     assert strip_sources_section("Body [1].\n\n**Sources**\n[1] A\n2. B") == "Body [1]."
@@ -179,8 +189,8 @@ def test_the_estimate_follows_the_longest_path_of_the_typical_canvas():
     assert estimate("report", None, 0) == PLAN_MS + path_ms(B.PROMPT, B.TEXT, B.DOCUMENT) + FINALIZE_MS
     deep = path_ms(B.WEB_RESEARCH, B.PROMPT, B.PROMPT, B.TEXT, B.MEMO)
     assert estimate("deep_research", None, 0) == PLAN_MS + deep + FINALIZE_MS
-    # the table and the analysis run side by side in the excel canvas; the table is on the longest path
-    assert estimate("excel", None, 0) == PLAN_MS + path_ms(B.PROMPT, B.TABLE, B.TEXT, B.EXCEL) + FINALIZE_MS
+    # without files to tabulate the excel canvas has no table-block: its workbook is drafted from the answer
+    assert estimate("excel", None, 0) == PLAN_MS + path_ms(B.PROMPT, B.TEXT, B.EXCEL) + FINALIZE_MS
 
 
 def test_the_estimate_grows_with_files_and_follows_explicit_blocks():

@@ -336,3 +336,64 @@ def test_offline_keeps_a_sections_own_citations_and_skips_titles_and_repeats():
     assert text.count("Water temperature in the pools rose by two degrees") == 1
     assert "- No web search provider is configured for the tide pools search.\n" in text + "\n"
     assert "Warming of the tide pools" not in text
+
+
+def test_offline_reads_tables_as_figures_not_as_rows_and_skips_lines_about_the_work():
+    # Given a file-block's typed table and an image-block's metadata
+    prompt = (
+        "Question: How did sales go?\n\nMaterial:\n"
+        "## sales.xlsx (sources [1])\n### Sheet Q1\n\nColumns: Region (text), Q1 (integer), Q2 (integer)\n\n"
+        "| Region | Q1 | Q2 |\n| --- | ---: | ---: |\n| North | 120 | 140 |\n| South | 95 | 110 |\n| West | 80 | 99 |\n"
+        "## logo.png (sources [2])\nImage logo.png: PNG, 200x80 pixels, RGB colour, 291 bytes.\n\n"
+        "Sources:\n[1] sales.xlsx\n[2] logo.png"
+    )
+    # When
+    text = OfflineProvider().complete(system="", prompt=prompt, role="writer").text
+    # Then what the table shows, per measured column, and the image named (its source cited), no rows or types
+    assert "- Q1 in Sales (Q1): highest for North (120), lowest for West (80); 295 in all [1]." in text
+    assert "- Q2 in Sales (Q1): highest for North (140), lowest for West (99); 349 in all [1]." in text
+    assert "- logo.png is an image the requester provided [2]." in text
+    assert "Columns:" not in text and "| North |" not in text and "200x80" not in text
+
+
+def test_offline_cites_every_source_of_its_material_and_each_page_of_a_pdf():
+    # Given twelve strong points from one file, and a weaker one from a second and a PDF read page by page
+    strong = " ".join(f"The launch plan step {i} is ready for the launch." for i in range(12))
+    prompt = (
+        "Question: Is the launch ready?\n\nMaterial:\n"
+        f"## plan.txt (sources [1])\n{strong}\n"
+        "## weather.txt (sources [2])\nIt rained on most days of the trial period in the north.\n"
+        "## report.pdf (sources [3] [4])\n### Page 1\n\nThe budget was approved in May.\n\n"
+        "### Page 2\n\nThe venue holds three hundred people.\n\n"
+        "Sources:\n[1] plan.txt\n[2] weather.txt\n[3] report.pdf, page 1\n[4] report.pdf, page 2"
+    )
+    # When
+    text = OfflineProvider().complete(system="", prompt=prompt, role="writer").text
+    # Then every source is cited at least once, each PDF page by its own number
+    assert all(f"[{n}]" in text for n in (1, 2, 3, 4))
+    assert "- The budget was approved in May [3]." in text
+    assert "- The venue holds three hundred people [4]." in text
+
+
+def test_offline_writes_a_section_per_outline_item_from_the_material_bearing_on_it():
+    from canvas_core.agents.outline import NOT_COVERED, outline_text
+
+    # Given a deliverable's request with an outline, and material on two of its three items
+    task = "Write a report.\n\n" + outline_text(["Summary", "Running costs", "Installation", "Emissions"])
+    prompt = (
+        f"{task}\n\nMaterial:\n## notes.md (sources [1])\n"
+        "A heat pump costs 900 pounds a year to run. Installing a heat pump takes three days.\n\nSources:\n[1] notes.md"
+    )
+    # When
+    text = OfflineProvider().complete(system="", prompt=prompt, role="writer").text
+    # Then one section per item, in order, and plainly nothing where the material has nothing; no scaffolding
+    sections = [line for line in text.splitlines() if line.startswith("## ")]
+    assert sections == ["## Summary", "## Running costs", "## Installation", "## Emissions"]
+    running, installation, emissions = (
+        text.split("## Running costs")[1].split("## Installation")[0],
+        (text.split("## Installation")[1].split("## Emissions")[0]),
+        text.split("## Emissions")[1],
+    )
+    assert "900 pounds a year to run [1]" in running and "three days [1]" in installation
+    assert emissions.strip() == NOT_COVERED
+    assert NOTICE not in text and "Task:" not in text

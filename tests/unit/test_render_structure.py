@@ -7,6 +7,7 @@ import datetime as dt
 
 import pytest
 
+from canvas_core.agents.outline import title_for
 from canvas_core.render.structure import (
     BulletList,
     Deliverable,
@@ -25,7 +26,6 @@ from canvas_core.render.structure import (
     spans,
     summable_columns,
     tables_in_content,
-    title_from,
     to_markdown,
     typed_value,
 )
@@ -183,8 +183,8 @@ def test_inline_markup_and_unsafe_links():
 
 
 def test_titles_and_file_names_read_well():
-    assert title_from("write a report on tides.\nMore detail") == "Write a report on tides"
-    assert len(title_from("word " * 40)) <= 80
+    assert title_for("write a report on tides.\nMore detail") == "Tides"
+    assert len(title_for("word " * 40)) <= 80 and "…" not in title_for("word " * 40)
     assert file_name("Quarterly Sales: Review (2024)!", "xlsx") == "quarterly-sales-review-2024.xlsx"
     assert file_name("Études économiques", "docx") == "etudes-economiques.docx"
     assert file_name("???", "html", fallback="app") == "app.html"
@@ -199,3 +199,46 @@ def test_a_deliverable_reads_back_as_markdown():
     assert to_markdown(deliverable) == (
         "# T\n\n## S\n\np\n\n- a\n\n| h |\n|---|\n| x\\|y |\n\n## References\n\n[1] Src. p. 2. https://x.org"
     )
+
+
+@pytest.mark.parametrize(
+    ("header", "adds"),
+    [
+        ("tickets", True),
+        ("Number of tickets", True),
+        ("Amount ($)", True),
+        ("Visitors", True),
+        ("avg_resolution_hours", False),
+        ("Average price", False),
+        ("ticket_id", False),
+        ("customerId", False),
+        ("#", False),
+        ("No.", False),
+        ("Growth rate", False),
+        ("Share (%)", False),
+        ("Year", False),
+        ("tickets per day", False),
+    ],
+)
+def test_only_columns_whose_sum_means_something_add_up(header, adds):
+    from canvas_core.render.structure import adds_up
+
+    assert adds_up(header) is adds
+
+
+@pytest.mark.parametrize(
+    ("source", "heading", "caption"),
+    [
+        ("sales.xlsx", "Sheet Q1", "Sales (Q1)"),
+        ("sales.xlsx", "Sheet Sheet1", "Sales"),
+        ("support_tickets.csv", "", "Support tickets"),
+        ("Spreadsheet data", "sales.xlsx, sheet Q1", "Sales (Q1)"),
+        ("quotes.docx", "Quotes received", "Quotes received"),
+        ("Key facts table", "Tidal ranges", "Tidal ranges"),
+        ("Answer", "", "Answer"),
+    ],
+)
+def test_tables_are_captioned_after_their_file_or_heading(source, heading, caption):
+    from canvas_core.render.structure import table_caption
+
+    assert table_caption(source, heading) == caption

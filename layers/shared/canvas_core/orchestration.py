@@ -135,16 +135,17 @@ def finalize_run(run_id: str, failure: str | None = None, store: Store | None = 
     if not nodes and failure is None:
         errors.append(RunError(error="The plan for this run had no blocks", recoverable=False))
 
+    artifacts = unique_names([Artifact.model_validate(a) for n in completed for a in n.artifacts])
     # Ending the run also gives back its slot among the account's running runs (in the same write).
     store.finish_run(
         run_id,
         run.account_id,
         status=status.value,
         finished_at_ms=now_ms(),
-        final_output=_final_output(completed, edges),
+        final_output=_final_output(completed, edges, [a.name for a in artifacts]),
         models_used=sorted({*run.planning_models_used, *(m for n in nodes for m in n.models_used)}),
         credits_consumed=run.planning_credits + sum(n.credits for n in nodes),
-        artifacts=[Artifact.model_validate(a) for n in completed for a in n.artifacts],
+        artifacts=artifacts,
         errors=errors,
     )
     task_status = TaskStatus.COMPLETED if status == RunStatus.COMPLETED else TaskStatus.ERROR
@@ -193,8 +194,25 @@ def _run_id_from_execution(detail: dict[str, Any]) -> str:
         return detail["name"]
 
 
-def _final_output(completed: list[NodeItem], edges: list) -> str:
+def _final_output(completed: list[NodeItem], edges: list, file_names: list[str]) -> str:
     """The answer: the Writer's synthesis with its numbered sources, or what the finished blocks produced."""
     from canvas_core.agents.writer import final_output
 
-    return final_output(completed, edges)
+    return final_output(completed, edges, file_names)
+
+
+def unique_names(artifacts: list[Artifact]) -> list[Artifact]:
+    """The run's artifacts with a distinct name each: blocks name their files from their titles without seeing
+    each other, so a second `report.docx` becomes `report-2.docx` (the stored key keeps its name; the name is
+    what the download is saved as)."""
+    taken: set[str] = set()
+    named = []
+    for artifact in artifacts:
+        stem, dot, extension = artifact.name.rpartition(".")
+        stem, extension = (stem, dot + extension) if dot else (artifact.name, "")
+        name, n = artifact.name, 2
+        while name.lower() in taken:
+            name, n = f"{stem}-{n}{extension}", n + 1
+        taken.add(name.lower())
+        named.append(artifact if name == artifact.name else artifact.model_copy(update={"name": name}))
+    return named

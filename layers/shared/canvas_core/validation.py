@@ -19,10 +19,12 @@ from canvas_core.errors import (
 )
 from canvas_core.models.api import CreateRunRequest, UploadedFile
 from canvas_core.models.catalog import DOCUMENT_EXTENSIONS, IMAGE_EXTENSIONS, BlockType, Template
+from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth, strip_control
 
 MAX_AGENT_INSTRUCTIONS_CHARS = 10_000
 VALID_TEMPLATES = [t.value for t in Template]
 VALID_BLOCKS = [b.value for b in BlockType]
+_BLOCKS_SHAPE = 'expected a JSON array of block type identifiers, e.g. ["prompt-block","text-block"]'
 
 _CONTENT_TYPES = {
     "png": "image/png",
@@ -59,7 +61,8 @@ def validate_create_request(form: Form, settings: Settings) -> CreateRunRequest:
 def _prompt(value: str | None, max_chars: int) -> str:
     if value is None:
         raise BadRequestError("prompt is required")
-    prompt = value.strip()
+    # Control characters are dropped, not refused: no document can hold them and no request means them.
+    prompt = strip_control(value).strip()
     if not prompt:
         raise BadRequestError("prompt must not be blank")
     if len(prompt) > max_chars:
@@ -79,14 +82,14 @@ def _template(value: str | None) -> str:
 def _blocks(value: str | None) -> list[str] | None:
     if value is None or not value.strip():
         return None
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise InvalidBlocksError(f"Invalid blocks: nested more than {MAX_JSON_DEPTH} levels deep; {_BLOCKS_SHAPE}")
     try:
         parsed = json.loads(value)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         parsed = None
     if not isinstance(parsed, list) or not all(isinstance(b, str) for b in parsed):
-        raise InvalidBlocksError(
-            'Invalid blocks: expected a JSON array of block type identifiers, e.g. ["prompt-block","text-block"]'
-        )
+        raise InvalidBlocksError(f"Invalid blocks: {_BLOCKS_SHAPE}")
     if not parsed:
         raise InvalidBlocksError("Invalid blocks: the array is empty; omit blocks to let the template decide")
     for block in parsed:
@@ -105,7 +108,7 @@ def _agent_instructions(value: str | None) -> str | None:
         raise BadRequestError(
             f"agent_instructions is too long: {len(value)} characters (maximum {MAX_AGENT_INSTRUCTIONS_CHARS})"
         )
-    return value.strip()
+    return strip_control(value).strip() or None
 
 
 def _webhook_url(value: str | None) -> str | None:
@@ -138,6 +141,8 @@ def _file(part: FilePart, max_bytes: int) -> UploadedFile:
         raise InvalidFileError(f"File {name} is empty")
     if len(part.data) > max_bytes:
         raise PayloadTooLargeError(f"File {name} is too large: {len(part.data)} bytes (maximum {max_bytes})")
+    if extension == "json" and json_depth(_text(part.data) or "") > MAX_JSON_DEPTH:
+        raise InvalidFileError(f"File {name} is nested too deeply: more than {MAX_JSON_DEPTH} levels")
     if not _content_matches(extension, part.data):
         raise InvalidFileError(f"File {name} does not contain what its extension says ({extension})")
     return UploadedFile(name=name, extension=extension, content_type=_CONTENT_TYPES[extension], data=part.data)
@@ -168,7 +173,7 @@ def _content_matches(extension: str, data: bytes) -> bool:
             text = _text(data)
             try:
                 json.loads(text or "")
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 return False
             return True
         case _:  # csv, txt, md, yaml, yml: readable text

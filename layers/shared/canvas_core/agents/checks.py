@@ -1,7 +1,8 @@
 """A plan is checked before it runs, and repaired where it can be: block types within the run's constraint,
 inputs that exist, no cycles, at most `max_blocks` blocks (planner.MAX_BLOCKS), one Writer that reads every
 loose end, and a deliverable template's canvas ending in its deliverable block. Each repair is reported as a
-problem; a plan with no usable step is not repaired (the planner asks again, or plans by rules)."""
+problem; a plan with no usable step is not repaired (the planner asks again, or plans by rules). The
+deliverable reads every upload itself, whoever planned it."""
 
 from __future__ import annotations
 
@@ -94,6 +95,9 @@ def check_plan(steps: list[PlanStep], uploads: list[PlanStep], constraint: Const
     _limit_size(kept, fixed, deliverable, answer, max_blocks, problems)
     ordered = _order(fixed + kept, deliverable, problems)
     _wire_loose_ends(ordered, deliverable, answer)
+    if deliverable is not None:
+        # The uploads reach the file as data (tables, images), not only as what the answer says of them.
+        deliverable.inputs += [u.id for u in fixed if u.id not in deliverable.inputs]
     return Checked(_order(ordered, deliverable, problems), problems)
 
 

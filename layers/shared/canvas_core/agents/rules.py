@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from canvas_core.agents.catalog import DELIVERABLE_DUTIES, DELIVERABLE_TITLES
 from canvas_core.agents.checks import ANSWER_TITLE, WRITER_TASK, Constraint
+from canvas_core.agents.outline import outline_text, read_request
 from canvas_core.agents.schema import PlanStep
 from canvas_core.models.catalog import BlockType, Template
 
@@ -25,7 +26,8 @@ MAX_RESEARCH_STEPS = 4
 MAX_WEB_PAGES = 5
 MAX_VIDEOS = 3
 
-URL = re.compile(r"https?://[^\s<>\"'`)\]]+", re.IGNORECASE)
+# A host (an IPv6 literal in brackets included), then anything up to white space, quotes or brackets.
+URL = re.compile(r"https?://(?:\[[0-9a-z:.%]+\]|[^\s<>\"'`/()\[\]]+)[^\s<>\"'`()\[\]]*", re.IGNORECASE)
 YOUTUBE = re.compile(r"^https?://(www\.|m\.)?(youtube\.com/(watch|shorts|live)|youtu\.be/)", re.IGNORECASE)
 ITEM = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)]|[a-z][.)])\s+(.+)$")
 
@@ -83,7 +85,8 @@ class Signals:
 
 
 def read_signals(prompt: str, agent_instructions: str | None = None) -> Signals:
-    urls = list(dict.fromkeys(u.rstrip(".,;:!?") for u in URL.findall(prompt)))
+    # A link that does not parse as a URL (``http://[bad``) is no page to read: it is left to the prompt's text.
+    urls = [u for u in dict.fromkeys(u.rstrip(".,;:!?") for u in URL.findall(prompt)) if _host(u)]
     text = URL.sub(" ", prompt)
     named = sorted(
         ((m.start(1), b) for b, pattern in DELIVERABLE_WORDS.items() if (m := pattern.search(text))),
@@ -179,8 +182,10 @@ def rule_steps(
                 title = f"Part {i + 1}: {_excerpt(subtask)}" if many else f"Analysis: {_excerpt(subtask)}"
                 analysis.append(plan.add(B.PROMPT, title, duty, inputs=reads))
     gathered = plan.uploads + shared + research
+    documents = [u.id for u in uploads if u.type == B.FILE.value] + shared + research
     extras: list[str] = []
-    if B.TABLE in want:
+    # A table is built from material; with none (no files, pages or research) it could only restate the request.
+    if B.TABLE in want and (documents or B.TABLE in constraint.explicit):
         duty = (
             f"{prompt}\n\nBuild the table the spreadsheet will hold."
             if template == Template.EXCEL
@@ -209,21 +214,26 @@ def rule_steps(
         reads = findings or gathered
         answer.append(plan.add(B.TEXT, ANSWER_TITLE, WRITER_TASK, inputs=reads))
 
-    # Deliver
+    # Deliver: each deliverable reads the material itself (the uploads' tables and images, the pages, the
+    # tables built) besides the answer, so the numbers reach the file as data, not as prose about them.
     upstream = answer or findings or gathered
+    uploaded_images = [u.id for u in uploads if u.type == B.IMAGE.value]
     visuals: list[str] = []
-    if B.IMAGE in want:
+    if B.IMAGE in want and not (template == Template.LANDING_PAGE and uploaded_images):
         subject = "the landing page's hero image" if template == Template.LANDING_PAGE else "the image"
         visuals.append(
             plan.add(B.IMAGE, "Hero image" if template == Template.LANDING_PAGE else "Image",
-                     f"{prompt}\n\nCreate {subject}.", inputs=analysis[:1] or upstream)
+                     f"{prompt}\n\nCreate {subject}.", inputs=documents + extras + (analysis[:1] or upstream))
         )  # fmt: skip
+    outline = read_request(prompt, subtasks)
     for deliverable in _deliverables(constraint, signals, want):
-        reads = upstream + visuals + (extras if deliverable in (B.EXCEL, B.PRESENTATION, B.DOCUMENT) else [])
+        reads = plan.uploads + extras + shared + research + upstream + visuals
+        skeleton = outline_text(outline.items, outline.count if deliverable == B.PRESENTATION else None)
+        duty = f"{prompt}\n\n{DELIVERABLE_DUTIES[deliverable]}." + (f"\n\n{skeleton}" if skeleton else "")
         plan.add(
             deliverable,
             "Research memo" if template == Template.DEEP_RESEARCH else DELIVERABLE_TITLES[deliverable],
-            f"{prompt}\n\n{DELIVERABLE_DUTIES[deliverable]}.",
+            duty,
             inputs=list(dict.fromkeys(reads)),
         )
     return plan.steps
@@ -302,6 +312,18 @@ def _excerpt(text: str, limit: int = 60) -> str:
     return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
 
 
+def _host(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        return None
+    return parts.hostname
+
+
 def _short_url(url: str) -> str:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return _excerpt(url, 50)
     return _excerpt(parts.netloc + parts.path.rstrip("/"), 50)

@@ -8,6 +8,7 @@ blocks that finished, built without a model call (no cost, and nothing to fail a
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from canvas_core.agents.material import compose, number_sources, sources_list, strip_sources_section
@@ -61,11 +62,12 @@ def work_on_task(ctx: BlockContext, default_role: str = "researcher") -> BlockOu
     return BlockOutput(content=completion.text.strip(), sources=sources)
 
 
-def final_output(completed: list[NodeItem], edges: list[EdgeItem]) -> str:
-    """The run's answer: the Writer's, else the outputs of the finished blocks nothing finished builds on."""
+def final_output(completed: list[NodeItem], edges: list[EdgeItem], file_names: list[str] | None = None) -> str:
+    """The run's answer: the Writer's, else the outputs of the finished blocks nothing finished builds on; then
+    the names of the files the run made (`file_names`, else the blocks' own)."""
     answer = _writer_answer(completed)
     text = (answer.content or "") if answer is not None else _summary(_frontier(completed, edges))
-    files = [a.name for n in completed for a in n.artifacts]
+    files = file_names if file_names is not None else [a.name for n in completed for a in n.artifacts]
     if files:
         text = f"{text}\n\nFiles: {', '.join(files)}".strip()
     return text
@@ -89,4 +91,14 @@ def _summary(nodes: list[NodeItem]) -> str:
         return (nodes[0].content or "").strip()
     sources, sections = number_sources(nodes)
     body = sections[0].content if len(nodes) == 1 else "\n\n".join(f"{s.name}:\n{s.content}" for s in sections)
+    body = _notice_once(body)
     return f"{body}\n\n{sources_list(sources)}".strip() if sources else body
+
+
+def _notice_once(text: str) -> str:
+    """The offline provider's notice once, first, however many of the gathered outputs carry it."""
+    from canvas_core.providers.offline import NOTICE
+
+    if text.count(NOTICE) < 2:
+        return text
+    return f"{NOTICE}\n\n" + re.sub(r"\n{3,}", "\n\n", text.replace(NOTICE + "\n", "").replace(NOTICE, "")).strip()

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.blocks.deliverable import compose, draft, input_tables, material, request, sources, store
+from canvas_core.blocks.deliverable import compose, draft, input_tables, material, references, sources, store, title
 from canvas_core.render import RenderCheckError, html
-from canvas_core.render.structure import Table, plain, title_from
+from canvas_core.render.structure import Table, plain
 
 INSTRUCTIONS = (
     "Write a complete single-file web app that does what is asked: one HTML document (<!DOCTYPE html> ... "
@@ -30,24 +30,35 @@ def run(ctx: BlockContext) -> BlockOutput:
 def build(ctx: BlockContext, instructions: str, builtin: Callable[[html.AppSpec], str], label: str) -> BlockOutput:
     answer = draft(ctx, instructions, role="engineer")
     page, reason = _model_page(answer)
-    title = title_from(request(ctx))
+    page_title = title(ctx)
     if page is None:
-        # Points for the built-in page: the answer when it is prose, else the inputs themselves.
+        # Points for the built-in page: the answer when it is prose, else the inputs themselves; the data itself
+        # comes from the inputs' tables.
         source_text = answer if "<" not in answer else material(ctx)
         outline = compose(ctx, source_text, with_input_tables=False)
-        tables = _unique([*outline.captioned_tables(), *input_tables(ctx)])
-        spec = html.AppSpec(title, request(ctx), outline.sections, tables, outline.references)
+        tables = _unique([*input_tables(ctx), *outline.captioned_tables()])
+        page_title = outline.title
+        spec = html.AppSpec(page_title, _subtitle(ctx, tables), outline.sections, tables, outline.references)
         page = builtin(spec)
         view = html.parse_html(page)
         note = f"Built-in {label} ({reason})"
     else:
         view = html.parse_html(page)
-        title = plain(view.title) or title
+        page_title = plain(view.title) or page_title
         note = f"The {label} as the model wrote it, made self-contained"
-    artifact = store(ctx, title, "html", page.encode("utf-8"), html.CONTENT_TYPE, _check, label=label)
+    artifact = store(ctx, page_title, "html", page.encode("utf-8"), html.CONTENT_TYPE, _check, label=label)
     controls = ", ".join(view.wired_controls()) or "none"
-    content = f"# {title}\n\n{note}. Controls wired to its script: {controls}."
+    content = f"# {page_title}\n\n{note}. Controls wired to its script: {controls}."
     return BlockOutput(content=content, sources=sources(ctx), artifacts=[artifact])
+
+
+def _subtitle(ctx: BlockContext, tables: list[Table]) -> str:
+    """What the page is built from, for a reader: the files and pages its data and points come from."""
+    names = list(dict.fromkeys(r.title for r in references(ctx)))
+    if not names:
+        return ""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"{'Data' if tables else 'Notes'} from {shown}"
 
 
 def _model_page(answer: str) -> tuple[str | None, str]:

@@ -1,10 +1,20 @@
-"""document-block: a report as a Word document (.docx): title, headed sections, paragraphs, bullet lists, the
-inputs' tables, and a references section for the sources cited as [n]."""
+"""document-block: a report as a Word document (.docx): title, a section per part of the outline the plan gave
+it (an executive summary first), paragraphs, bullet lists, the inputs' tables with captions, the uploaded
+images as figures, and a references section for the sources cited as [n]."""
 
 from __future__ import annotations
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.blocks.deliverable import CITE, compose, draft, sources, store
+from canvas_core.blocks.deliverable import (
+    CITE,
+    compose,
+    draft,
+    input_figures,
+    outline,
+    outline_instructions,
+    sources,
+    store,
+)
 from canvas_core.render import docx
 from canvas_core.render.structure import to_markdown
 
@@ -17,7 +27,14 @@ INSTRUCTIONS = (
 
 
 def run(ctx: BlockContext) -> BlockOutput:
-    report = compose(ctx, draft(ctx, INSTRUCTIONS))
+    plan = outline(ctx)
+    parts = ["Summary", *plan.items] if plan.items else []
+    instructions = INSTRUCTIONS
+    if len(plan.subjects) == 2:
+        instructions += f" Compare {plan.subjects[0]} and {plan.subjects[1]} in each section."
+    instructions = f"{instructions}\n\n{outline_instructions(parts, 'section')}".strip()
+    report = compose(ctx, draft(ctx, instructions), parts=parts)
+    report.figures = input_figures(ctx)
     data = docx.render_report(report)
     artifact = store(ctx, report.title, "docx", data, docx.CONTENT_TYPE, docx.check_docx, label="report")
     return BlockOutput(content=to_markdown(report), sources=sources(ctx), artifacts=[artifact])

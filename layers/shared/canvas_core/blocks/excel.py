@@ -1,31 +1,87 @@
 """excel-block: a workbook (.xlsx): a sheet per table of the inputs or the draft, with typed cells, a styled
-header row, sized columns and SUM totals where the columns add up, and a Sources sheet."""
+header row, sized columns and SUM totals where the columns add up, and a Sources sheet. Without tabular data,
+the outline the plan gave it becomes the sheet: a row per item (a budget's categories with their amount cells
+left for the requester to fill and a live total), else the draft's points."""
 
 from __future__ import annotations
 
+import re
+
+from canvas_core.agents.outline import NOT_COVERED, NOTHING_YET, Outline, shorten
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.blocks.deliverable import CITE, compose, draft, sources, store
+from canvas_core.blocks.deliverable import CITE, compose, draft, outline, outline_instructions, sources, store
 from canvas_core.render import xlsx
-from canvas_core.render.structure import BulletList, Paragraph, Table, block_markdown, plain, summable_columns
+from canvas_core.render.structure import (
+    BulletList,
+    Deliverable,
+    Paragraph,
+    Table,
+    block_markdown,
+    plain,
+    summable_columns,
+)
 
 INSTRUCTIONS = (
     "Put the data asked for in Markdown pipe tables (| a | b |), each under a '## ' heading naming it: one row "
     "per item, one column per attribute, a header row, numbers without units in the cells (units in the header), "
     f"dates as YYYY-MM-DD. Besides the tables, one sentence per table saying where its numbers come from. {CITE}"
 )
+ROWS = (
+    "Give each item of the outline below its own row (or group of rows), in this order; leave a cell empty where "
+    "the material gives no value, and add no total row (totals are added as formulas)."
+)
 PREVIEW_ROWS = 20
+MONEY = re.compile(
+    r"\b(budget|cost|costs|price|prices|spend|spending|expenses?|fees?|quotes?|salary|salaries|revenue|income|"
+    r"invoice|amounts?)\b|[$€£¥]",
+    re.IGNORECASE,
+)
 
 
 def run(ctx: BlockContext) -> BlockOutput:
-    book = compose(ctx, draft(ctx, INSTRUCTIONS))
-    tables = book.captioned_tables() or [_points_table(book)]
+    plan = outline(ctx)
+    instructions = INSTRUCTIONS + (f"\n\n{ROWS}\n\n{outline_instructions(plan.items, 'part')}" if plan.items else "")
+    book = compose(ctx, draft(ctx, instructions))
+    tables = book.captioned_tables() or [_outline_table(ctx, book, plan) if plan.items else _points_table(book)]
     spec = xlsx.WorkbookSpec(title=book.title, tables=tables, references=book.references)
     data = xlsx.render_workbook(spec)
     artifact = store(ctx, book.title, "xlsx", data, xlsx.CONTENT_TYPE, xlsx.check_xlsx, label="workbook")
     return BlockOutput(content=_summary(book.title, tables), sources=sources(ctx), artifacts=[artifact])
 
 
-def _points_table(book) -> Table:
+def _outline_table(ctx: BlockContext, book: Deliverable, plan: Outline) -> Table:
+    """A row per outline item, with what the material says of it as a note. A budget (or anything priced) gets
+    an Amount column for the requester to fill and a total that adds it up as they do; a comparison gets a
+    column per thing compared."""
+    money = bool(MONEY.search(ctx.run.prompt))
+    notes = {plain(s.title).lower(): _note(s.blocks) for s in book.sections if s.title}
+    if len(plan.subjects) == 2:
+        headers = ["Criterion", *plan.subjects, "Notes"]
+        rows = [[item, "", "", notes.get(item.lower(), "")] for item in plan.items]
+        sums = None
+    elif money:
+        headers = ["Category", "Amount", "Notes"]
+        rows = [[item, "", notes.get(item.lower(), "")] for item in plan.items]
+        sums = [1]
+    else:
+        headers = ["Item", "Value", "Notes"]
+        rows = [[item, "", notes.get(item.lower(), "")] for item in plan.items]
+        sums = None
+    caption = shorten(book.title, 31) if len(book.title) > 31 else book.title
+    return Table(headers=headers, rows=rows, caption=caption, sum_columns=sums)
+
+
+def _note(blocks: list) -> str:
+    """The first point the draft wrote for an item, unless it only says there is none."""
+    for block in blocks:
+        items = block.items if isinstance(block, BulletList) else [block.text] if isinstance(block, Paragraph) else []
+        for item in items:
+            if plain(item) not in (NOT_COVERED, NOTHING_YET):
+                return plain(item)
+    return ""
+
+
+def _points_table(book: Deliverable) -> Table:
     """Without tabular data, the draft's points, one per row, so the workbook still holds the findings."""
     rows = []
     for section in book.sections:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 
+from canvas_core.agents.outline import NOT_COVERED, NOTHING_YET
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.blocks.deliverable import CITE, compose, draft, sources, store
-from canvas_core.models.catalog import IMAGE_EXTENSIONS, BlockType
+from canvas_core.blocks.deliverable import CITE, compose, draft, input_figures, sources, store
+from canvas_core.models.catalog import BlockType
+from canvas_core.providers.offline import NO_MATERIAL
 from canvas_core.render import RenderCheckError, html
 from canvas_core.render.structure import BulletList, Deliverable, Paragraph, plain, sentences, spans
 
@@ -20,9 +22,8 @@ INSTRUCTIONS = (
     f"its first line and one sentence under it. {CITE}"
 )
 MAX_FEATURES = 6
-MAX_IMAGE_BYTES = 3 * 1024 * 1024
-IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif",
-               "webp": "image/webp", "svg": "image/svg+xml"}  # fmt: skip
+_LOGO = re.compile(r"\blogo", re.IGNORECASE)
+NOTHING_SAID = (NOT_COVERED, NOTHING_YET, NO_MATERIAL)
 _FEATURES = re.compile(r"feature|benefit|why|highlight", re.IGNORECASE)
 _CTA = re.compile(r"call to action|\bcta\b|get started|sign up|join|contact", re.IGNORECASE)
 _NAMED = re.compile(r"^\s*(?P<name>[^:\u2014\u2013]{2,60}?)\s*(?::|\u2014|\u2013| - )\s*(?P<text>.+)$")
@@ -35,6 +36,9 @@ def run(ctx: BlockContext) -> BlockOutput:
     ctx.inputs = readable + [n for n in ctx.inputs if n.type == BlockType.IMAGE.value]
     text = draft(ctx, INSTRUCTIONS, role="designer", inputs=readable)
     copy = compose(ctx, text, with_input_tables=False, lead_title="About")
+    # A page for the requester's customers: where the material has nothing, it has nothing (the run's answer
+    # says so), rather than a sentence about the material.
+    drop_statements(copy, NOTHING_SAID)
     page = html.LandingPage(
         title=copy.title,
         tagline=_take_tagline(copy),
@@ -46,9 +50,7 @@ def run(ctx: BlockContext) -> BlockOutput:
     page.cta, page.cta_note = _take_cta(copy)
     page.features = _take_features(copy)
     page.sections = [s for s in copy.sections if s.blocks]
-    image = _input_image(ctx)
-    if image:
-        page.image, page.image_alt = image
+    page.logo, page.image, page.image_alt = _images(ctx, page.title)
     text = html.render_landing_page(page)
     artifact = store(ctx, page.title, "html", text.encode("utf-8"), html.CONTENT_TYPE, _check, label="landing page")
     outline = [f"# {page.title}", page.tagline, f"Call to action: {page.cta}"]
@@ -57,11 +59,17 @@ def run(ctx: BlockContext) -> BlockOutput:
     return BlockOutput(content="\n\n".join(outline), sources=sources(ctx), artifacts=[artifact])
 
 
+def drop_statements(copy: Deliverable, statements: tuple[str, ...]) -> None:
+    for section in copy.sections:
+        section.blocks = [b for b in section.blocks if not (isinstance(b, Paragraph) and b.text in statements)]
+    copy.sections = [s for s in copy.sections if s.blocks]
+
+
 def _take_tagline(copy: Deliverable) -> str:
     """The first sentence of the first section's opening paragraph, taken out of the page body."""
     first = copy.sections[0] if copy.sections else None
     if first is None or not first.blocks or not isinstance(first.blocks[0], Paragraph) or first.blocks[0].code:
-        return copy.title
+        return ""
     block = first.blocks[0]
     tagline = (sentences(block.text) or [block.text])[0]
     rest = block.text[len(tagline) :].strip()
@@ -112,17 +120,20 @@ def _feature(item: str) -> html.Feature:
     return html.Feature(name=name, text=item if len(words) > 5 else "")
 
 
-def _input_image(ctx: BlockContext) -> tuple[tuple[bytes, str], str] | None:
-    """The first image an input made or was given, as (data, MIME type) and its alternative text."""
-    for node in ctx.inputs:
-        for artifact in node.artifacts:
-            mime = IMAGE_TYPES.get(artifact.type)
-            if mime and artifact.size_bytes <= MAX_IMAGE_BYTES:
-                return (ctx.files.get(artifact.s3_key), mime), node.name
-        upload = next((u for u in ctx.run.uploads if u.file_id == node.upload_id), None) if node.upload_id else None
-        if upload and upload.extension in IMAGE_EXTENSIONS and upload.size_bytes <= MAX_IMAGE_BYTES:
-            return (ctx.files.get(upload.s3_key), IMAGE_TYPES[upload.extension]), upload.name
-    return None
+def _images(ctx: BlockContext, title: str) -> tuple[tuple[bytes, str] | None, tuple[bytes, str] | None, str]:
+    """The logo (an uploaded image named or asked for as one) and the hero image (another upload, else one an
+    input drew, else the logo itself), with the hero's alternative text. The requester's images come first."""
+    figures = input_figures(ctx)
+    uploads = [f for f in figures if f.uploaded]
+    logo = next((f for f in uploads if _LOGO.search(f.caption)), None)
+    if logo is None and len(uploads) == 1 and _LOGO.search(ctx.run.prompt):
+        logo = uploads[0]
+    hero = next((f for f in figures if f is not logo), logo)
+    return (
+        (logo.data, logo.mime) if logo else None,
+        (hero.data, hero.mime) if hero else None,
+        title if hero is None or hero is logo else hero.caption,
+    )
 
 
 def _check(data: bytes) -> html.HtmlView:

@@ -1,12 +1,21 @@
 """memo-block: a memo as a Word document (.docx): MEMORANDUM, the To / From / Date / Subject block, then a few
-short sections (summary, background, recommendation, next steps) and the sources."""
+short sections (a summary, then a section per part of the outline the plan gave it) and the sources."""
 
 from __future__ import annotations
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.blocks.deliverable import CITE, compose, draft, request, run_date, sources, store
+from canvas_core.blocks.deliverable import (
+    CITE,
+    compose,
+    draft,
+    outline,
+    outline_instructions,
+    run_date,
+    sources,
+    store,
+)
 from canvas_core.render import docx
-from canvas_core.render.structure import BulletList, MemoHeader, extract_fields, title_from, to_markdown
+from canvas_core.render.structure import BulletList, MemoHeader, extract_fields, to_markdown
 
 INSTRUCTIONS = (
     "Write this as a memo in Markdown. First lines: 'To: <audience>', 'From: <author>', 'Subject: <one line>'. "
@@ -20,14 +29,16 @@ MAX_ITEMS = 8  # a memo is read in a minute: longer lists are cut
 
 
 def run(ctx: BlockContext) -> BlockOutput:
-    text = draft(ctx, INSTRUCTIONS)
-    memo = compose(ctx, text, with_input_tables=False)
+    plan = outline(ctx)
+    parts = ["Summary", *plan.items][:MAX_SECTIONS] if plan.items else []
+    instructions = f"{INSTRUCTIONS}\n\n{outline_instructions(parts, 'section')}".strip()
+    memo = compose(ctx, draft(ctx, instructions), with_input_tables=False, parts=parts)
     fields = extract_fields(memo, ("to", "from", "subject", "re", "date"))
     header = MemoHeader(
-        to=fields.get("to") or DEFAULT_TO,
+        to=fields.get("to") or plan.audience or DEFAULT_TO,
         sender=fields.get("from") or DEFAULT_FROM,
         date=run_date(ctx),
-        subject=fields.get("subject") or fields.get("re") or memo.title or title_from(request(ctx)),
+        subject=fields.get("subject") or fields.get("re") or memo.title,
     )
     memo.title = header.subject
     memo.sections = memo.sections[:MAX_SECTIONS]

@@ -10,12 +10,14 @@ from canvas_core.blocks.registry import implementation
 from canvas_core.content import content_fields, with_full_content
 from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError
 from canvas_core.models.blocks import BlockInput, BlockResult
-from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, TaskStatus, TaskType
+from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
 from canvas_core.models.items import NodeItem, RunItem, TaskItem
 from canvas_core.observability import logger
 from canvas_core.planner import persona_task_id, tool_call_task_id, tool_call_tasks
 from canvas_core.pricing import balance_refusal, block_credits
 from canvas_core.providers import ModelProvider, get_provider
+
+OPTIONAL_INPUTS = frozenset({BlockType.WEB.value, BlockType.YT.value})
 
 
 def run_block(
@@ -38,8 +40,12 @@ def run_block(
         return BlockResult(block_id=node.block_id, status=node.status.value)
 
     unfinished = [n for n in inputs if n.status != NodeStatus.COMPLETED]
-    if unfinished:
-        reason = f"Skipped: its input '{unfinished[0].name}' did not complete"
+    # A page or video that could not be read (refused, gone, malformed) is a source the run goes without: the
+    # block runs on its other inputs and the failure stays in the run's errors. Any other input is needed.
+    needed = [n for n in unfinished if n.type not in OPTIONAL_INPUTS]
+    inputs = [n for n in inputs if n.status == NodeStatus.COMPLETED]
+    if needed:
+        reason = f"Skipped: its input '{needed[0].name}' did not complete"
         store.update_node(block.canvas_id, node.block_id, status=NodeStatus.SKIPPED.value, error=reason)
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": reason})

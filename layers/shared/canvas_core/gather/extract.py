@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from canvas_core.gather.archive import ArchiveError, ArchiveLimits, EncryptedArchiveError, check_archive, read_members
 from canvas_core.gather.images import ImageError, image_info
 from canvas_core.gather.tables import render_table, table_from_csv, table_from_rows, tables_from_xlsx
+from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth
 
 IMAGE_EXTENSIONS = {"png", "jpg", "jpeg", "gif", "webp", "svg"}
 TEXT_EXTENSIONS = {"txt", "md", "markdown", "text", "log", "rst"}
@@ -175,6 +176,8 @@ def _csv(name: str, data: bytes) -> Extraction:
 
 def _json(name: str, data: bytes) -> Extraction:
     text = _decode(name, data)
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise ExtractionError(f"{name} is nested too deeply: more than {MAX_JSON_DEPTH} levels")
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError as exc:

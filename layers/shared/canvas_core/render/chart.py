@@ -21,6 +21,22 @@ SERIES = [(31, 78, 121), (46, 134, 171), (242, 153, 74)]
 CARD_TOP, CARD_BOTTOM = (31, 78, 121), (20, 40, 70)
 
 
+def raster(data: bytes, mime: str) -> tuple[bytes, str] | None:
+    """An image as PNG or JPEG bytes, which Word and PowerPoint embed (WebP, GIF and the like are converted;
+    an SVG is not drawn); None when it cannot be."""
+    if mime in ("image/png", "image/jpeg"):
+        return data, mime
+    if mime == "image/svg+xml":
+        return None
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            out = io.BytesIO()
+            image.convert("RGBA").save(out, format="PNG")
+            return out.getvalue(), "image/png"
+    except Exception:  # a damaged image is left out, not the deliverable
+        return None
+
+
 def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 

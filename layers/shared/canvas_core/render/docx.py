@@ -19,6 +19,7 @@ from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import (
     BulletList,
     Deliverable,
+    Figure,
     MemoHeader,
     Paragraph,
     Section,
@@ -46,10 +47,37 @@ def render_report(report: Deliverable) -> bytes:
     if subtitle:
         doc.add_paragraph(subtitle, style="Subtitle")
     _add_sections(doc, report.sections, heading_offset=0)
+    _add_figures(doc, report.figures)
     if report.references:
         doc.add_heading("References", level=1)
         _add_references(doc, report)
     return _save(doc)
+
+
+def _add_figures(doc, figures: list[Figure]) -> None:
+    """The images the report shows, each with a caption (`Figure n. name`); one Word cannot embed is named."""
+    if not figures:
+        return
+    from canvas_core.render.chart import raster
+
+    doc.add_heading("Figures", level=1)
+    for n, figure in enumerate(figures, start=1):
+        image = raster(figure.data, figure.mime)
+        if image is None:
+            doc.add_paragraph(f"{figure.caption} (an image this document cannot show).")
+            continue
+        doc.add_picture(io.BytesIO(image[0]), width=Inches(_figure_width(image[0])))
+        doc.paragraphs[-1].alignment = WD_ALIGN_PARAGRAPH.CENTER
+        caption = doc.add_paragraph(style="Caption")
+        caption.add_run(f"Figure {n}. {plain(figure.caption)}")
+
+
+def _figure_width(data: bytes) -> float:
+    """Inches: the page's text width for a large image, its own size at 96 dpi for a small one (a logo)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return max(0.5, min(6.5, image.width / 96))
 
 
 def render_memo(memo: Deliverable, header: MemoHeader) -> bytes:

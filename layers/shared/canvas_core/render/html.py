@@ -35,7 +35,8 @@ CONTENT_TYPE = "text/html; charset=utf-8"
 
 @dataclass
 class AppSpec:
-    """What the built-in app and prototype show: points by section, tables, sources."""
+    """What the built-in app and prototype show: points by section, tables, sources. `task` is the line under
+    the title (what the page is built from), never instructions."""
 
     title: str
     task: str
@@ -60,6 +61,7 @@ class LandingPage:
     cta_note: str = ""
     image: tuple[bytes, str] | None = None  # (data, MIME type), embedded as a data URL
     image_alt: str = ""
+    logo: tuple[bytes, str] | None = None  # shown beside the name in the header
     references: list[Reference] = field(default_factory=list)
     date: dt.date | None = None
 
@@ -170,28 +172,184 @@ _APP_CSS = """
 header.top { background: var(--accent); color: #fff; padding: 1.5rem 0; }
 header.top h1 { margin: 0 0 .3rem; font-size: 1.7rem; }
 header.top p { margin: 0; opacity: .9; }
-.toolbar { display: flex; flex-wrap: wrap; gap: .6rem; align-items: center; margin: 1.2rem 0; }
+main.wrap > section { margin: 1.6rem 0; }
+.toolbar { display: flex; flex-wrap: wrap; gap: .6rem; align-items: center; margin: 1rem 0; }
 .toolbar input[type=search] { flex: 1 1 16rem; padding: .5rem .7rem; border: 1px solid var(--line);
   border-radius: .4rem; }
 .toolbar select { padding: .5rem; border: 1px solid var(--line); border-radius: .4rem; }
-#progress { color: var(--muted); margin-left: auto; }
+.toolbar label.inline { color: var(--muted); font-size: .9rem; }
+#progress, .row-count { color: var(--muted); margin-left: auto; }
+.data-card { background: var(--card); border: 1px solid var(--line); border-radius: .7rem; padding: 1rem 1.2rem;
+  margin: 1rem 0 1.6rem; }
+.data-card h3 { margin: .2rem 0 .4rem; }
+.chart { margin: .5rem 0 1rem; }
+.chart svg { width: 100%; height: auto; display: block; }
+.chart .bar-label, .chart .axis { font-size: 12px; fill: var(--muted); }
+.chart .value { font-size: 11px; fill: var(--ink); }
+.chart-title { margin: 0 0 .2rem; font-weight: 600; color: var(--muted); font-size: .9rem; }
+.legend { display: flex; gap: 1rem; flex-wrap: wrap; font-size: .85rem; color: var(--muted); margin-top: .3rem; }
+.legend i { display: inline-block; width: .8rem; height: .8rem; border-radius: .15rem; margin-right: .3rem;
+  vertical-align: -.1rem; }
 .points { list-style: none; padding: 0; display: grid; gap: .5rem; }
 .points li { background: var(--card); border: 1px solid var(--line); border-radius: .5rem; padding: .7rem .9rem;
   display: flex; gap: .7rem; align-items: flex-start; }
 .points li.done span { text-decoration: line-through; color: var(--muted); }
 .points .tag { font-size: .75rem; color: var(--muted); display: block; }
-th.sortable { cursor: pointer; }
+th.sortable { cursor: pointer; white-space: nowrap; }
 th.sortable::after { content: " \\2195"; color: var(--muted); }
+th.sortable[aria-sort=ascending]::after { content: " \\2191"; color: var(--ink); }
+th.sortable[aria-sort=descending]::after { content: " \\2193"; color: var(--ink); }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.data-table td { white-space: nowrap; }
 #status { min-height: 1.5rem; color: var(--muted); }
-@media (max-width: 600px) { #progress { margin-left: 0; width: 100%; } }
+@media (max-width: 600px) { #progress, .row-count { margin-left: 0; width: 100%; } }
 """
 
 # The app's behaviour. It reads the data island and builds every element with textContent: no input text is
-# ever parsed as HTML.
+# ever parsed as HTML. Each table can be searched, narrowed to one value of its category column and sorted by
+# any column; its chart redraws with the rows shown.
 _APP_JS = r"""
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("app-data").textContent);
+  var SVG = "http://www.w3.org/2000/svg";
+  var COLOURS = ["#1f4e79", "#2e86ab", "#f2994a"];
+  var status = document.getElementById("status");
+  function number(value) {
+    var text = String(value).replace(/[\s,$€£¥%]/g, "").replace(/^\((.*)\)$/, "-$1");
+    return /^-?(\d+\.?\d*|\.\d+)$/.test(text) ? parseFloat(text) : NaN;
+  }
+  function svg(tag, attrs, text) {
+    var el = document.createElementNS(SVG, tag);
+    Object.keys(attrs).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+    if (text !== undefined) el.textContent = text;
+    return el;
+  }
+  // One measure at a time (its own scale); rows that share a label are added up (or averaged, for a measure
+  // such as an average or a rate that does not add up), so a category's bar is the category's figure.
+  function drawChart(box, t, rows, measure) {
+    box.textContent = "";
+    if (!t.chart) return;
+    var label = t.chart.label, sums = t.chart.sums[t.chart.values.indexOf(measure)];
+    var groups = [], byName = {};
+    rows.forEach(function (r) {
+      var v = number(r[measure]);
+      if (isNaN(v)) return;
+      var name = String(r[label]);
+      if (!(name in byName)) { byName[name] = { name: name, total: 0, count: 0 }; groups.push(byName[name]); }
+      byName[name].total += v; byName[name].count += 1;
+    });
+    var merged = groups.some(function (g) { return g.count > 1; });
+    var bars = groups.slice(0, 24).map(function (g) {
+      var v = sums || g.count === 1 ? g.total : g.total / g.count;
+      return { name: g.name, value: Math.round(v * 100) / 100 };
+    });
+    var title = document.createElement("p"); title.className = "chart-title";
+    var how = merged ? (sums ? " (total)" : " (average)") : "";
+    title.textContent = t.headers[measure] + how + " by " + t.headers[label];
+    box.appendChild(title);
+    // Drawn at the width it is shown at, so its lettering stays legible on a phone.
+    var width = Math.max(320, Math.min(960, box.clientWidth || 820)), height = 300, left = 56, bottom = 48, top = 20;
+    var values = bars.map(function (b) { return b.value; });
+    var max = Math.max.apply(null, [0].concat(values)), min = Math.min.apply(null, [0].concat(values));
+    var span = (max - min) || 1;
+    var plot = svg("svg", { viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": title.textContent });
+    var y = function (v) { return top + (max - v) / span * (height - top - bottom); };
+    for (var k = 0; k <= 4; k++) {
+      var tick = min + span * k / 4, yy = y(tick);
+      plot.appendChild(svg("line", { x1: left, x2: width - 8, y1: yy, y2: yy, stroke: "#d9e2ec" }));
+      plot.appendChild(svg("text", { x: left - 6, y: yy + 4, "text-anchor": "end", "class": "axis" },
+        Math.round(tick * 100) / 100));
+    }
+    var slot = (width - left - 8) / Math.max(1, bars.length), bar = Math.max(4, slot * 0.6);
+    bars.forEach(function (b, i) {
+      var x = left + i * slot + (slot - bar) / 2;
+      var y0 = y(Math.max(0, b.value)), y1 = y(Math.min(0, b.value));
+      var rect = svg("rect", { x: x, y: y0, width: bar, height: Math.max(1, y1 - y0), fill: COLOURS[0], rx: 2 });
+      rect.appendChild(svg("title", {}, b.name + ": " + b.value));
+      plot.appendChild(rect);
+      if (bars.length <= 16) {
+        plot.appendChild(svg("text", { x: x + bar / 2, y: y0 - 5, "text-anchor": "middle", "class": "value" },
+          b.value));
+      }
+      plot.appendChild(svg("text", { x: x + bar / 2, y: height - bottom + 18, "text-anchor": "middle",
+        "class": "bar-label" }, b.name.length > 14 ? b.name.slice(0, 13) + "…" : b.name));
+    });
+    box.appendChild(plot);
+  }
+  data.tables.forEach(function (t, i) {
+    var card = document.querySelector('.data-card[data-table="' + i + '"]');
+    var search = card.querySelector(".rows-filter");
+    var pick = card.querySelector(".rows-column");
+    var measure = card.querySelector(".chart-measure");
+    var count = card.querySelector(".row-count");
+    var chart = card.querySelector(".chart");
+    var table = card.querySelector("table");
+    var head = document.createElement("thead"), hr = document.createElement("tr");
+    var body = document.createElement("tbody");
+    var numeric = t.headers.map(function (h, c) {
+      return t.rows.length > 0 && t.rows.every(function (r) { return r[c] === "" || !isNaN(number(r[c])); });
+    });
+    var sortBy = -1, ascending = true;
+    if (pick && t.category !== null) {
+      var seen = {};
+      t.rows.forEach(function (r) { seen[r[t.category]] = true; });
+      Object.keys(seen).sort().forEach(function (v) {
+        var option = document.createElement("option"); option.value = v; option.textContent = v || "(empty)";
+        pick.appendChild(option);
+      });
+    }
+    function shown() {
+      var q = search.value.trim().toLowerCase(), only = pick ? pick.value : "";
+      var rows = t.rows.filter(function (r) {
+        if (only && r[t.category] !== only) return false;
+        return !q || r.some(function (c) { return String(c).toLowerCase().indexOf(q) !== -1; });
+      });
+      if (sortBy >= 0) {
+        rows.sort(function (a, b) {
+          var x = number(a[sortBy]), y = number(b[sortBy]);
+          var c = numeric[sortBy] && !isNaN(x) && !isNaN(y)
+            ? x - y : String(a[sortBy]).localeCompare(String(b[sortBy]));
+          return ascending ? c : -c;
+        });
+      }
+      return rows;
+    }
+    function render() {
+      var rows = shown();
+      body.textContent = "";
+      rows.forEach(function (r) {
+        var tr = document.createElement("tr");
+        r.forEach(function (c, k) {
+          var td = document.createElement("td"); td.textContent = c;
+          if (numeric[k]) td.className = "num";
+          tr.appendChild(td);
+        });
+        body.appendChild(tr);
+      });
+      count.textContent = rows.length + " of " + t.rows.length + " rows";
+      if (t.chart) drawChart(chart, t, rows, measure ? Number(measure.value) : t.chart.values[0]);
+    }
+    t.headers.forEach(function (h, c) {
+      var th = document.createElement("th"); th.textContent = h; th.className = "sortable"; th.scope = "col";
+      th.tabIndex = 0;
+      function sort() {
+        ascending = sortBy === c ? !ascending : true; sortBy = c;
+        Array.prototype.forEach.call(hr.children, function (other) { other.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        render();
+      }
+      th.addEventListener("click", sort);
+      th.addEventListener("keydown", function (e) { if (e.key === "Enter") sort(); });
+      hr.appendChild(th);
+    });
+    head.appendChild(hr); table.appendChild(head); table.appendChild(body);
+    search.addEventListener("input", render);
+    if (pick) pick.addEventListener("change", render);
+    if (measure) measure.addEventListener("change", render);
+    render();
+  });
+
   var storeKey = "canvas-app:" + data.title;
   var done = {};
   try { done = JSON.parse(localStorage.getItem(storeKey) || "{}"); } catch (e) { done = {}; }
@@ -199,7 +357,6 @@ _APP_JS = r"""
   var section = document.getElementById("section-filter");
   var list = document.getElementById("points");
   var progress = document.getElementById("progress");
-  var status = document.getElementById("status");
   var points = [];
   data.sections.forEach(function (s, si) {
     s.points.forEach(function (p, pi) { points.push({ key: si + ":" + pi, section: s.title, text: p }); });
@@ -208,19 +365,19 @@ _APP_JS = r"""
     section.appendChild(option);
   });
   function save() { try { localStorage.setItem(storeKey, JSON.stringify(done)); } catch (e) { /* private mode */ } }
-  function render() {
+  function renderPoints() {
     var q = filter.value.trim().toLowerCase();
     var only = section.value;
     list.textContent = "";
-    var shown = 0;
+    var visible = 0;
     points.forEach(function (p) {
       if (only && p.section !== only) return;
       if (q && p.text.toLowerCase().indexOf(q) === -1) return;
-      shown += 1;
+      visible += 1;
       var li = document.createElement("li");
       var box = document.createElement("input");
       box.type = "checkbox"; box.checked = !!done[p.key]; box.setAttribute("aria-label", "Mark as done");
-      box.addEventListener("change", function () { done[p.key] = box.checked; save(); render(); });
+      box.addEventListener("change", function () { done[p.key] = box.checked; save(); renderPoints(); });
       var text = document.createElement("span");
       var tag = document.createElement("small");
       tag.className = "tag"; tag.textContent = p.section || "Overview";
@@ -229,12 +386,12 @@ _APP_JS = r"""
       if (done[p.key]) li.className = "done";
       li.appendChild(box); li.appendChild(text); list.appendChild(li);
     });
-    var count = points.filter(function (p) { return done[p.key]; }).length;
-    progress.textContent = count + " of " + points.length + " done · " + shown + " shown";
+    var ticked = points.filter(function (p) { return done[p.key]; }).length;
+    progress.textContent = ticked + " of " + points.length + " done · " + visible + " shown";
   }
-  filter.addEventListener("input", render);
-  section.addEventListener("change", render);
-  document.getElementById("clear-done").addEventListener("click", function () { done = {}; save(); render(); });
+  filter.addEventListener("input", renderPoints);
+  section.addEventListener("change", renderPoints);
+  document.getElementById("clear-done").addEventListener("click", function () { done = {}; save(); renderPoints(); });
   document.getElementById("copy-summary").addEventListener("click", function () {
     var lines = points.filter(function (p) { return !done[p.key]; }).map(function (p) { return "- " + p.text; });
     var text = data.title + "\n" + lines.join("\n");
@@ -243,51 +400,17 @@ _APP_JS = r"""
         function () { status.textContent = "Copying is not allowed here."; });
     } else { status.textContent = "Copying is not available in this browser."; }
   });
-  var tables = document.getElementById("tables");
-  data.tables.forEach(function (t) {
-    var wrap = document.createElement("div"); wrap.className = "table-wrap";
-    var table = document.createElement("table");
-    var caption = document.createElement("caption"); caption.textContent = t.caption; table.appendChild(caption);
-    var head = document.createElement("thead"); var hr = document.createElement("tr");
-    var body = document.createElement("tbody");
-    var rows = t.rows.slice(); var order = {};
-    function fill() {
-      body.textContent = "";
-      rows.forEach(function (r) {
-        var tr = document.createElement("tr");
-        r.forEach(function (c) { var td = document.createElement("td"); td.textContent = c; tr.appendChild(td); });
-        body.appendChild(tr);
-      });
-    }
-    t.headers.forEach(function (h, i) {
-      var th = document.createElement("th"); th.textContent = h; th.className = "sortable"; th.scope = "col";
-      th.tabIndex = 0;
-      function sort() {
-        order[i] = !order[i];
-        rows.sort(function (a, b) {
-          var x = parseFloat(String(a[i]).replace(/[^0-9.\-]/g, ""));
-          var y = parseFloat(String(b[i]).replace(/[^0-9.\-]/g, ""));
-          var c = (!isNaN(x) && !isNaN(y)) ? x - y : String(a[i]).localeCompare(String(b[i]));
-          return order[i] ? c : -c;
-        });
-        fill();
-      }
-      th.addEventListener("click", sort);
-      th.addEventListener("keydown", function (e) { if (e.key === "Enter") sort(); });
-      hr.appendChild(th);
-    });
-    head.appendChild(hr); table.appendChild(head); table.appendChild(body); fill();
-    wrap.appendChild(table); tables.appendChild(wrap);
-  });
+  // A cell a spreadsheet would read as a formula is written as text (OWASP CSV injection).
+  function cell(value) {
+    var text = String(value);
+    if (/^[=+\-@\t\r]/.test(text) && isNaN(number(text))) text = "'" + text;
+    return '"' + text.replace(/"/g, '""') + '"';
+  }
   document.getElementById("export-csv").addEventListener("click", function () {
     var csv = data.tables.map(function (t) {
-      return [t.headers].concat(t.rows).map(function (r) {
-        return r.map(function (c) { return '"' + String(c).replace(/"/g, '""') + '"'; }).join(",");
-      }).join("\n");
+      return [t.headers].concat(t.rows).map(function (r) { return r.map(cell).join(","); }).join("\n");
     }).join("\n\n");
-    var lines = points.map(function (p) {
-      return '"' + p.section.replace(/"/g, '""') + '","' + p.text.replace(/"/g, '""') + '"';
-    });
+    var lines = points.map(function (p) { return cell(p.section) + "," + cell(p.text); });
     var blob = new Blob([csv || ("Section,Point\n" + lines.join("\n"))], { type: "text/csv" });
     var link = document.createElement("a");
     link.href = URL.createObjectURL(blob); link.download = "export.csv";
@@ -304,37 +427,38 @@ _APP_JS = r"""
     } else { li.textContent = label; }
     sources.appendChild(li);
   });
-  render();
+  renderPoints();
 })();
 """
 
 APP_CONTROLS = ("filter", "section-filter", "clear-done", "copy-summary", "export-csv")
+MAX_CATEGORIES = 20  # a column with more distinct values is searched, not picked from
 
 
 def render_app(spec: AppSpec) -> str:
-    """An interactive page over the material: search and filter the points, tick them off (kept in the
-    browser), copy the open ones, sort the tables, export CSV."""
+    """An interactive page over the material: each table with a search, a filter on its category column, sorting
+    by any column and a bar chart that follows what is shown; the points to search, filter and tick off (kept in
+    the browser), copy the open ones, export CSV."""
+    tables = [_table_data(t) for t in spec.tables]
     data = {
         "title": spec.title,
         "sections": [{"title": s.title, "points": _points(s)} for s in spec.sections],
-        "tables": [
-            {
-                "caption": plain(t.caption),
-                "headers": [plain(h) for h in t.headers],
-                "rows": [[plain(c) for c in r] for r in t.rows],
-            }
-            for t in spec.tables
-        ],
+        "tables": tables,
         "sources": _references_data(spec.references),
     }
+    cards = "".join(_data_card(i, t) for i, t in enumerate(tables))
+    subtitle = f"<p>{esc(plain(spec.task))}</p>" if spec.task else ""
+    points_title = "Notes" if tables else "Points"
     body = f"""<header class="top"><div class="wrap">
-<h1>{esc(spec.title)}</h1><p>{esc(plain(spec.task))}</p></div></header>
+<h1>{esc(spec.title)}</h1>{subtitle}</div></header>
 <main class="wrap">
+<section aria-labelledby="tables-title"{"" if tables else " hidden"}>
+<h2 id="tables-title">Data</h2>{cards}</section>
 <section aria-labelledby="points-title">
-<h2 id="points-title">Points</h2>
+<h2 id="points-title">{points_title}</h2>
 <div class="toolbar" role="search">
-<label class="visually-hidden" for="filter">Search the points</label>
-<input id="filter" type="search" placeholder="Search the points…">
+<label class="visually-hidden" for="filter">Search the {points_title.lower()}</label>
+<input id="filter" type="search" placeholder="Search the {points_title.lower()}…">
 <label class="visually-hidden" for="section-filter">Section</label>
 <select id="section-filter"><option value="">All sections</option></select>
 <button id="clear-done" type="button" class="secondary">Clear ticks</button>
@@ -345,8 +469,6 @@ def render_app(spec: AppSpec) -> str:
 <p id="status" role="status"></p>
 <ul id="points" class="points"></ul>
 </section>
-<section aria-labelledby="tables-title"{"" if spec.tables else " hidden"}>
-<h2 id="tables-title">Data</h2><div id="tables"></div></section>
 <section aria-labelledby="sources-title">
 <h2 id="sources-title">Sources</h2><ol id="sources" class="sources"></ol></section>
 </main>"""
@@ -355,6 +477,59 @@ def render_app(spec: AppSpec) -> str:
         + ".visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }"
     )
     return _document(spec.title, body, css, script=_APP_JS, data=json_island("app-data", data))
+
+
+def _table_data(table: Table) -> dict:
+    """A table as the app's script reads it: its text, the columns its chart draws, its category column."""
+    from canvas_core.render.structure import adds_up, chart_columns, column_kinds
+
+    rows = [[plain(c) for c in r] for r in table.rows]
+    columns = chart_columns(table)
+    kinds = column_kinds(table)
+    category = next(
+        (
+            c
+            for c, kind in enumerate(kinds)
+            if kind == "text" and 1 < len({r[c] for r in rows if c < len(r)}) <= min(MAX_CATEGORIES, len(rows) - 1)
+        ),
+        None,
+    )
+    return {
+        "caption": plain(table.caption),
+        "headers": [plain(h) for h in table.headers],
+        "rows": rows,
+        "chart": {"label": columns[0], "values": columns[1], "sums": [adds_up(table.headers[c]) for c in columns[1]]}
+        if columns
+        else None,
+        "category": category,
+    }
+
+
+def _data_card(i: int, table: dict) -> str:
+    caption = esc(table["caption"] or f"Table {i + 1}")
+    pick = ""
+    if table["category"] is not None:
+        column = esc(table["headers"][table["category"]])
+        pick = (
+            f'<label class="inline" for="rows-column-{i}">{column}</label>'
+            f'<select id="rows-column-{i}" class="rows-column" data-table="{i}"><option value="">All</option></select>'
+        )
+    chart = f'<div class="chart" data-table="{i}"' + ("></div>" if table["chart"] else " hidden></div>")
+    if table["chart"] and len(table["chart"]["values"]) > 1:
+        options = "".join(f'<option value="{c}">{esc(table["headers"][c])}</option>' for c in table["chart"]["values"])
+        pick += (
+            f'<label class="inline" for="chart-measure-{i}">Chart</label>'
+            f'<select id="chart-measure-{i}" class="chart-measure" data-table="{i}">{options}</select>'
+        )
+    return (
+        f'<section class="data-card" data-table="{i}" aria-labelledby="table-title-{i}">'
+        f'<h3 id="table-title-{i}">{caption}</h3><div class="toolbar">'
+        f'<label class="visually-hidden" for="rows-filter-{i}">Search {caption}</label>'
+        f'<input id="rows-filter-{i}" class="rows-filter" data-table="{i}" type="search" placeholder="Search rows…">'
+        f'{pick}<span class="row-count" aria-live="polite"></span></div>{chart}'
+        f'<div class="table-wrap"><table class="data-table"><caption class="visually-hidden">{caption}</caption>'
+        "</table></div></section>"
+    )
 
 
 def _points(section: Section) -> list[str]:
@@ -421,7 +596,8 @@ _PROTOTYPE_JS = r"""
 
 def render_prototype(spec: AppSpec) -> str:
     """A clickable prototype: one screen per section, a side navigation, back and next, arrow keys."""
-    screens = [Section(title=spec.title, blocks=[Paragraph(spec.task)])] + [s for s in spec.sections if s.blocks]
+    opening = [Paragraph(spec.task)] if spec.task else []
+    screens = [Section(title=spec.title, blocks=opening)] + [s for s in spec.sections if s.blocks]
     if spec.tables:
         screens.append(Section(title="Data", blocks=list(spec.tables)))
     if spec.references:
@@ -455,7 +631,9 @@ _LANDING_CSS = """
   z-index: 2; }
 .site-header .wrap { display: flex; align-items: center; justify-content: space-between; gap: 1rem;
   padding-top: .8rem; padding-bottom: .8rem; }
-.brand { font-weight: 700; color: var(--ink); text-decoration: none; }
+.brand { font-weight: 700; color: var(--ink); text-decoration: none; display: flex; align-items: center;
+  gap: .6rem; }
+.brand .logo { height: 2.2rem; width: auto; max-width: 9rem; object-fit: contain; }
 .site-header nav ul { display: flex; gap: 1.2rem; list-style: none; margin: 0; padding: 0; }
 .site-header nav a { text-decoration: none; color: var(--muted); }
 .hero { background: linear-gradient(135deg, #1f4e79, #14284a); color: #fff; padding: 4.5rem 0; }
@@ -463,6 +641,7 @@ _LANDING_CSS = """
 .hero h1 { font-size: clamp(2rem, 5vw, 3.2rem); line-height: 1.1; margin: 0 0 1rem; }
 .hero p { font-size: 1.2rem; opacity: .92; }
 .hero img { width: 100%; height: auto; border-radius: .8rem; box-shadow: 0 1rem 2rem rgba(0,0,0,.25); }
+.hero img.hero-logo { background: #fff; padding: 2rem; max-height: 18rem; object-fit: contain; }
 .cta-button { display: inline-block; background: var(--accent-2); color: #14284a; font-weight: 700;
   padding: .85rem 1.4rem; border-radius: .5rem; text-decoration: none; margin-top: .6rem; }
 section.band { padding: 3.5rem 0; }
@@ -499,14 +678,19 @@ _LANDING_JS = r"""
 """
 
 
+def _data_url(image: tuple[bytes, str]) -> str:
+    data, mime = image
+    return f"data:{esc(mime)};base64,{base64.b64encode(data).decode()}"
+
+
 def render_landing_page(page: LandingPage) -> str:
     """Header and navigation, a hero with the call to action, feature cards, the content sections, a signup
     section (the call to action's target), sources in the footer. Responsive: one column on small screens."""
     image = ""
     if page.image:
-        data, mime = page.image
-        encoded = base64.b64encode(data).decode()
-        image = f'<img src="data:{esc(mime)};base64,{encoded}" alt="{esc(page.image_alt or page.title)}">'
+        kind = ' class="hero-logo"' if page.image == page.logo else ""
+        image = f'<img{kind} src="{_data_url(page.image)}" alt="{esc(page.image_alt or page.title)}">'
+    logo = f'<img class="logo" src="{_data_url(page.logo)}" alt="">' if page.logo else ""
     nav_items = [("features", "Features")] if page.features else []
     sections_html = []
     for n, section in enumerate(s for s in page.sections if s.blocks):
@@ -527,12 +711,13 @@ def render_landing_page(page: LandingPage) -> str:
         )
     sources = f"<h2>Sources</h2>{references_html(page.references)}" if page.references else ""
     dated = f"<p>Published {esc(long_date(page.date))}.</p>" if page.date else ""
-    body = f"""<header class="site-header"><div class="wrap"><a class="brand" href="#top">{esc(page.title)}</a>
+    tagline = f"<p>{inline_html(page.tagline)}</p>" if page.tagline else ""
+    body = f"""<header class="site-header"><div class="wrap"><a class="brand" href="#top">{logo}{esc(page.title)}</a>
 <nav aria-label="Main"><ul>{nav}</ul></nav></div></header>
 <main id="top">
 <section class="hero" aria-labelledby="hero-title"><div class="wrap"><div>
 <h1 id="hero-title">{esc(page.title)}</h1>
-<p>{inline_html(page.tagline)}</p>
+{tagline}
 <a class="cta-button" href="#signup">{esc(page.cta)}</a>
 </div>{f"<div>{image}</div>" if image else ""}</div></section>
 {features}

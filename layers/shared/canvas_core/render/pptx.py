@@ -25,6 +25,7 @@ from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import (
     BulletList,
     Deliverable,
+    Figure,
     Paragraph,
     Table,
     chart_columns,
@@ -57,6 +58,7 @@ TABLE_PT = 14
 MAX_NOTES_SOURCES = 12
 ACCENT = RGBColor(0x1F, 0x4E, 0x79)
 MUTED = RGBColor(0x6B, 0x6B, 0x6B)
+SERIES_COLOURS = (ACCENT, RGBColor(0x2E, 0x86, 0xAB), RGBColor(0xF2, 0x99, 0x4A))  # the HTML pages' palette
 _CITATION = re.compile(r"\[(\d{1,3})\]")
 
 
@@ -66,6 +68,7 @@ class SlideSpec:
     bullets: list[str] = field(default_factory=list)
     table: Table | None = None
     chart: Table | None = None
+    figure: Figure | None = None
     divider: bool = False
     notes: str = ""
 
@@ -133,8 +136,13 @@ def fit_title(title: str) -> str:
 # ---- planning -------------------------------------------------------------------------------------------------
 
 
-def plan_slides(deck: Deliverable) -> list[SlideSpec]:
+def plan_slides(deck: Deliverable, max_slides: int | None = None) -> list[SlideSpec]:
+    """The content slides (the title slide aside): each section's points, split so they fit, its tables as a
+    chart and table slides, then a slide per figure. With `max_slides` (the deck was asked for a number of
+    slides), a section keeps to one slide, a table to its chart and first rows, and what is still too many is
+    left out from the end, figures and repeated tables first."""
     slides: list[SlideSpec] = []
+    counted = max_slides is not None
     for section in deck.sections:
         title = section.title or "Overview"
         bullets: list[str] = []
@@ -146,15 +154,29 @@ def plan_slides(deck: Deliverable) -> list[SlideSpec]:
             elif isinstance(block, BulletList):
                 bullets += block.items
             else:
-                visuals += _table_slides(block, title)
+                visuals += _table_slides(block, title)[: 2 if counted else None]
         groups = split_bullets(bullets)
-        for n, group in enumerate(groups):
+        for n, group in enumerate(groups[:1] if counted else groups):
             slides.append(SlideSpec(title=title if n == 0 else f"{title} (cont.)", bullets=group))
         slides += visuals
         if not groups and not visuals and section.title:
             slides.append(SlideSpec(title=section.title, divider=True))
+    slides += [SlideSpec(title=plain(f.caption) or "Figure", figure=f) for f in deck.figures]
+    if counted:
+        slides = _fit(slides, max(1, max_slides))
     for slide in slides:
         slide.notes = _notes(slide, deck)
+    return slides
+
+
+def _fit(slides: list[SlideSpec], limit: int) -> list[SlideSpec]:
+    """At most `limit` slides: figures go first, then table slides whose table has a chart, then the last."""
+    slides = list(slides)
+    charts = {s.chart.caption for s in slides if s.chart is not None}
+    while len(slides) > limit:
+        figure = next((s for s in reversed(slides) if s.figure is not None), None)
+        repeated = next((s for s in reversed(slides) if s.table is not None and s.table.caption in charts), None)
+        slides.remove(figure or repeated or slides[-1])
     return slides
 
 
@@ -170,6 +192,12 @@ def _table_slides(table: Table, section_title: str) -> list[SlideSpec]:
     return out
 
 
+def visual_slides(table: Table) -> int:
+    """How many slides a table takes: its chart, when it makes one, and its rows in pages."""
+    pages = max(1, -(-len(table.rows) // TABLE_ROWS_PER_SLIDE))
+    return (1 if chart_columns(table) else 0) + pages
+
+
 def _notes(slide: SlideSpec, deck: Deliverable) -> str:
     if not deck.references:
         return ""
@@ -183,13 +211,13 @@ def _notes(slide: SlideSpec, deck: Deliverable) -> str:
 # ---- rendering ------------------------------------------------------------------------------------------------
 
 
-def render_deck(deck: Deliverable) -> bytes:
+def render_deck(deck: Deliverable, max_slides: int | None = None) -> bytes:
     prs = Presentation()
     _widescreen(prs)
     prs.core_properties.title = deck.title
     prs.core_properties.author = "Canvas Run Service"
     _title_slide(prs, deck)
-    planned = plan_slides(deck)
+    planned = plan_slides(deck, max_slides)
     for number, spec in enumerate(planned, start=2):
         if spec.divider:
             slide = prs.slides.add_slide(prs.slide_layouts[2])
@@ -206,6 +234,8 @@ def render_deck(deck: Deliverable) -> bytes:
                 _add_chart(slide, spec.chart)
             elif spec.table is not None:
                 _add_table(slide, spec.table)
+            elif spec.figure is not None:
+                _add_figure(slide, spec.figure)
         _decorate(slide, number, len(planned) + 1)
         if spec.notes:
             slide.notes_slide.notes_text_frame.text = spec.notes
@@ -331,9 +361,29 @@ def _add_chart(slide, table: Table) -> None:
         chart.value_axis.tick_labels.number_format_is_linked = False
     plot = chart.plots[0]
     plot.gap_width = 60
-    if len(values) == 1:
-        plot.series[0].format.fill.solid()
-        plot.series[0].format.fill.fore_color.rgb = ACCENT
+    for series, colour in zip(plot.series, SERIES_COLOURS, strict=False):
+        series.format.fill.solid()
+        series.format.fill.fore_color.rgb = colour
+
+
+def _add_figure(slide, figure: Figure) -> None:
+    """The image centred in the body area, as large as fits without stretching it."""
+    from PIL import Image
+
+    from canvas_core.render.chart import raster
+
+    image = raster(figure.data, figure.mime)
+    if image is None:
+        box = slide.shapes.add_textbox(MARGIN, BODY_TOP, CONTENT_WIDTH, Inches(1))
+        box.text_frame.text = f"{plain(figure.caption)} (an image this deck cannot show)"
+        return
+    with Image.open(io.BytesIO(image[0])) as opened:
+        width, height = opened.size
+    scale = min(CONTENT_WIDTH / width, BODY_HEIGHT / height, Inches(1) / 96 * 3)  # at most three times its size
+    shown_width, shown_height = int(width * scale), int(height * scale)
+    left = MARGIN + (CONTENT_WIDTH - shown_width) // 2
+    top = BODY_TOP + (BODY_HEIGHT - shown_height) // 2
+    slide.shapes.add_picture(io.BytesIO(image[0]), left, top, shown_width, shown_height)
 
 
 def _number(text: str) -> float | None:

@@ -40,6 +40,7 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     caption: str = ""
+    sum_columns: list[int] | None = None  # the columns to total, when the table says so itself
 
     def same_data(self, other: Table) -> bool:
         return [plain(h) for h in self.headers] == [plain(h) for h in other.headers] and self.rows[:1] == other.rows[:1]
@@ -65,12 +66,23 @@ class Reference:
 
 
 @dataclass
+class Figure:
+    """An image a deliverable shows (an upload, or one a block drew), with its caption."""
+
+    data: bytes
+    mime: str
+    caption: str
+    uploaded: bool = False  # the requester's own image, not one a block drew
+
+
+@dataclass
 class Deliverable:
     title: str
     sections: list[Section] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
     subtitle: str = ""
     date: dt.date | None = None
+    figures: list[Figure] = field(default_factory=list)
 
     def tables(self) -> list[Table]:
         return [b for s in self.sections for b in s.blocks if isinstance(b, Table)]
@@ -365,7 +377,7 @@ def _signed(sign: str, number: str, negative_parens: bool) -> float:
 _NOT_SUMMABLE = re.compile(
     r"\b(year|fy|id|rank|rate|ratio|percent|pct|share|avg|average|mean|median|price|score|age|index|code|zip|phone"
     r"|growth|margin|min|max|minimum|maximum|range|height|depth|length|width|weight|temperature|level|distance"
-    r"|duration|speed|latitude|longitude|lat|lon)\b",
+    r"|duration|speed|latitude|longitude|lat|lon|identifier|uuid|zipcode|postcode|version)\b",
     re.IGNORECASE,
 )
 _TOTAL_ROW = re.compile(r"^\W*(grand\s+)?totals?\b", re.IGNORECASE)
@@ -412,14 +424,43 @@ def has_total_row(table: Table) -> bool:
 
 
 def summable_columns(table: Table, kinds: list[str] | None = None) -> list[int]:
-    """Columns a total row should add up: amounts and counts, not years, rates, prices or averages."""
+    """Columns a total row should add up: amounts and counts, not years, rates, prices, averages or ids. A table
+    that names its totals (`sum_columns`, e.g. a budget's empty Amount column) gets those."""
+    if table.sum_columns is not None:
+        return list(table.sum_columns)
     if has_total_row(table) or len(table.rows) < 2:
         return []
     return [
         c
         for c, kind in enumerate(kinds or column_kinds(table))
-        if kind in ("number", "currency") and not _NOT_SUMMABLE.search(table.headers[c])
+        if kind in ("number", "currency") and adds_up(table.headers[c])
     ]
+
+
+def adds_up(header: str) -> bool:
+    """Whether a column so named holds quantities whose sum means something (`avg_resolution_hours`,
+    `ticketId`, `Rate (%)`, `#` and `Year` do not)."""
+    words = _header_words(header)
+    if not re.search(r"[A-Za-z]", words) or "%" in words or re.search(r"\bper\b", words, re.IGNORECASE):
+        return False
+    return not (is_identifier(header) or _NOT_SUMMABLE.search(words))
+
+
+_IDENTIFIER = re.compile(
+    r"^\s*(#|no\.?|nr\.?|num(ber)?|ref(erence)?)\s*$|\b(id|ids|identifier|uuid|guid|code|zip|zipcode|postcode|phone|"
+    r"sku|isbn|year|fy)\b",
+    re.IGNORECASE,
+)
+
+
+def is_identifier(header: str) -> bool:
+    """Whether a column so named labels rows (ids, codes, row numbers, years) rather than measuring them."""
+    return bool(_IDENTIFIER.search(_header_words(header)))
+
+
+def _header_words(header: str) -> str:
+    """`avg_resolution_hours` -> `avg resolution hours`, `ticketId` -> `ticket Id`."""
+    return re.sub(r"([a-z])([A-Z])", r"\1 \2", plain(header)).replace("_", " ").replace("-", " ")
 
 
 MAX_CHART_POINTS = 24
@@ -432,7 +473,9 @@ def chart_columns(table: Table) -> tuple[int, list[int]] | None:
         return None
     kinds = column_kinds(table)
     label = next((c for c, k in enumerate(kinds) if k in ("text", "year", "date")), None)
-    values = [c for c, k in enumerate(kinds) if k in ("number", "currency", "percent")][:3]
+    values = [
+        c for c, k in enumerate(kinds) if k in ("number", "currency", "percent") and not is_identifier(table.headers[c])
+    ][:3]
     if label is None or not values:
         return None
     return label, values
@@ -502,13 +545,29 @@ def sentences(text: str) -> list[str]:
 # ---- names ----------------------------------------------------------------------------------------------------
 
 
-def title_from(prompt: str, limit: int = 80) -> str:
-    """A deliverable's title from the request: its first line, without closing punctuation."""
-    lines = (prompt or "").strip().splitlines()
-    line = plain(lines[0]).strip().rstrip(".:;!?") if lines else ""
-    if len(line) > limit:
-        line = line[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
-    return (line[:1].upper() + line[1:]) or "Untitled"
+_FILE_NAME = re.compile(
+    r"^(?P<stem>[^\\/]+?)\.(?P<ext>[A-Za-z][A-Za-z0-9]{1,4})(?:,\s*sheet\s+(?P<sheet>.+))?$", re.IGNORECASE
+)
+
+
+def table_caption(source_name: str, heading: str = "") -> str:
+    """A table's caption from the file it came from and the heading it sat under: `sales.xlsx` and `Sheet Q1`
+    -> `Sales (Q1)`; `support_tickets.csv` -> `Support tickets`; a table-block's `sales.xlsx, sheet Q1` ->
+    `Sales (Q1)`; a document's heading (`Quotes received`), or any other name, as it is."""
+    heading = plain(heading or "").strip()
+    for text, under in ((heading, ""), (source_name or "", heading)):
+        match = _FILE_NAME.match(text)
+        if match is None:
+            continue
+        if under and not re.match(r"^sheet\s", under, re.IGNORECASE):
+            return under  # a heading the table sat under in a document names it
+        name = re.sub(r"[_\s-]+", " ", match["stem"]).strip()
+        name = name[:1].upper() + name[1:]
+        sheet = (match["sheet"] or re.sub(r"^sheet\s+", "", under, flags=re.IGNORECASE)).strip()
+        if not sheet or re.fullmatch(r"sheet\s*\d*", sheet, re.IGNORECASE) or sheet.lower() == name.lower():
+            return name
+        return f"{name} ({sheet})"
+    return heading or source_name
 
 
 def long_date(day: dt.date) -> str:

@@ -48,6 +48,7 @@ CURRENCY_FORMATS = {"$": '"$"#,##0.00', "€": "#,##0.00 [$€-x-euro2]", "£": 
 MIN_WIDTH, MAX_WIDTH = 8, 60
 WIDTH_SAMPLE = 500  # rows looked at to size a column: enough to see its typical width, cheap on long sheets
 _INVALID_SHEET_CHARS = re.compile(r"[\[\]:*?/\\]")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass
@@ -120,12 +121,26 @@ def _value_cell(sheet: Worksheet, typed, column_kind: str) -> object:
         cell.number_format = FORMATS[typed.kind]
         return cell
     if typed.kind == "text":
-        return plain(typed.value)
+        return text_cell(sheet, plain(typed.value))
     return typed.value  # ints of a year column, dates: openpyxl gives dates their date format
+
+
+def text_cell(sheet: Worksheet, text: str | None) -> object:
+    """A cell that holds text as text. Text from uploads, the web or a model that starts like a formula
+    (`= + - @`, tab, CR: OWASP's CSV injection) is stored as a string with a quote prefix, so no spreadsheet
+    evaluates it; only the workbook's own totals are formulas."""
+    if not text or not text.startswith(FORMULA_STARTS):
+        return text
+    cell = WriteOnlyCell(sheet, value=text)
+    cell.data_type = "s"  # openpyxl reads a leading "=" as a formula; this keeps the value a string
+    cell.quotePrefix = True
+    return cell
 
 
 def _header_cell(sheet: Worksheet, text: str) -> WriteOnlyCell:
     cell = WriteOnlyCell(sheet, value=plain(text))
+    if cell.data_type == "f":
+        cell.data_type, cell.quotePrefix = "s", True
     cell.font, cell.fill, cell.alignment = HEADER_FONT, HEADER_FILL, HEADER_ALIGNMENT
     return cell
 
@@ -164,7 +179,7 @@ def _write_sources(sheet: Worksheet, references: list[Reference]) -> None:
             link = WriteOnlyCell(sheet, value=url)
             link.hyperlink = url
             link.font = LINK_FONT
-        sheet.append([n, reference.title, reference.detail or None, link])
+        sheet.append([n, text_cell(sheet, reference.title), text_cell(sheet, reference.detail or None), link])
 
 
 def _sheet_name(name: str, taken: set[str]) -> str:
