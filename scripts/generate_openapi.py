@@ -1,4 +1,4 @@
-"""Write docs/openapi.json from the five endpoint functions: paths and parameters from their Powertools
+"""Write docs/openapi.json from the endpoint functions: paths and parameters from their Powertools
 resolvers, response bodies from the pydantic models they answer with. `--check` fails when the committed
 document differs from what the code says (tests/unit/test_openapi.py runs it)."""
 
@@ -18,6 +18,7 @@ OUTPUT = ROOT / "docs" / "openapi.json"
 ROUTES = {
     "create_run": ("post", "CreateRunResponse", [400, 401, 402, 413, 415, 429, 500], "Create a run"),
     "get_run": ("get", "RunStatusResponse", [400, 401, 404, 500], "Get run status and results"),
+    "list_runs": ("get", "ListRunsResponse", [400, 401, 500], "List the caller's runs, newest first (extension)"),
     "get_canvas_dag": ("get", "CanvasDagResponse", [400, 401, 404, 500], "Get the canvas DAG"),
     "get_canvas_tasks": ("get", "TaskTreeResponse", [400, 401, 404, 500], "Get the task tree"),
     "get_canvas_task": ("get", "TaskView", [400, 401, 404, 500], "Get a single task"),

@@ -1,4 +1,5 @@
-"""`canvas serve`: the whole service on this machine (see stack.py), until Ctrl-C."""
+"""`canvas serve`: the whole service on this machine (see stack.py), until Ctrl-C. `create-key` and `revoke-key`
+manage keys in a deployment's tables; `run`, `wait`, `status`, ... use a running service (canvas_local/client/)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from canvas_local.client import commands as client_commands
+from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.lambda_runtime import DEFAULT_CONCURRENCY
-from canvas_local.stack import DEFAULT_TEMPLATE, PROVIDERS, LocalStack
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--credits", type=int, default=None, help="starting credits (default 5000)")
     revoke = commands.add_parser("revoke-key", help="revoke an API key (read from standard input)")
     revoke.set_defaults(command="revoke-key")
+    # run, wait, status, download, runs, dag, tasks: a running service, over HTTP (canvas_local/client/)
+    client_commands.register(commands)
     return parser
 
 
@@ -83,6 +87,8 @@ def serve(args: argparse.Namespace) -> int:
     overrides = {}
     if args.max_concurrent_runs is not None:
         overrides["MaxConcurrentRunsPerAccount"] = str(args.max_concurrent_runs)
+    from canvas_local.stack import LocalStack  # moto and the handlers: only `serve` needs them
+
     stack = LocalStack(
         args.template,
         api_keys=args.api_key,
@@ -146,6 +152,8 @@ def revoke_key(_: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if hasattr(args, "client_command"):
+        return args.client_command(args)
     if args.command == "create-key":
         return create_key(args)
     if args.command == "revoke-key":

@@ -1,4 +1,4 @@
-"""The five endpoints through their Lambda handlers: status codes, bodies and exact error texts."""
+"""The endpoints through their Lambda handlers: status codes, bodies and exact error texts."""
 
 from __future__ import annotations
 
@@ -114,6 +114,7 @@ def test_unsupported_content_type_is_415(aws, account, function, context):
     [
         ("api/create_run", "create_run", None),
         ("api/get_run", "get_run", None),
+        ("api/list_runs", "list_runs", None),
         ("api/get_canvas_dag", "get_canvas_dag", None),
         ("api/get_canvas_tasks", "get_canvas_tasks", None),
         ("api/get_canvas_task", "get_canvas_task", None),

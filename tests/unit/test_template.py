@@ -22,6 +22,8 @@ BLOCK_TYPES = [
 API_FUNCTIONS = {
     "CreateRunFunction": ("functions/api/create_run", "POST", "/v1/run"),
     "GetRunFunction": ("functions/api/get_run", "GET", "/v1/run/{run_id}"),
+    # An extension of the contract (docs/api.md).
+    "ListRunsFunction": ("functions/api/list_runs", "GET", "/v1/runs"),
     "GetCanvasDagFunction": ("functions/api/get_canvas_dag", "GET", "/v1/canvas/{canvas_id}/dag"),
     "GetCanvasTasksFunction": ("functions/api/get_canvas_tasks", "GET", "/v1/canvas/{canvas_id}/tasks"),
     "GetCanvasTaskFunction": (
@@ -126,7 +128,7 @@ def test_every_function_uses_app_handler_and_the_shared_layer() -> None:
         assert "Layers" not in properties, f"{name} overrides the shared layer"
 
 
-def test_the_api_routes_are_exactly_the_five_of_the_spec() -> None:
+def test_the_api_routes_are_the_five_of_the_spec_and_the_runs_listing() -> None:
     # Given every Api event of every function
     routes = {}
     for name, function in FUNCTIONS.items():
@@ -137,7 +139,7 @@ def test_the_api_routes_are_exactly_the_five_of_the_spec() -> None:
                 assert key not in routes, f"{key} is routed twice"
                 routes[key] = name
 
-    # Then they are the five routes, each to its own function
+    # Then they are the five routes and GET /v1/runs, each to its own function
     assert routes == {(method, path): name for name, (_, method, path) in API_FUNCTIONS.items()}
 
 
@@ -173,12 +175,24 @@ def test_tables_have_the_documented_keys_and_environment_variable(table: str) ->
     assert GLOBAL_FUNCTION["Environment"]["Variables"][env_var] == {"Ref": table}
 
 
-def test_runs_can_be_listed_by_account() -> None:
-    indexes = RESOURCES["RunsTable"]["Properties"]["GlobalSecondaryIndexes"]
+def test_runs_can_be_listed_by_account_on_an_attribute_every_run_carries() -> None:
+    from canvas_core.adapters.store import RUNS_BY_ACCOUNT_INDEX
+    from canvas_core.models.items import RunItem, RunSummaryItem
 
-    assert [(i["IndexName"], [k["AttributeName"] for k in i["KeySchema"]]) for i in indexes] == [
-        ("account_id-created_at-index", ["account_id", "created_at"])
-    ]
+    properties = RESOURCES["RunsTable"]["Properties"]
+    [index] = properties["GlobalSecondaryIndexes"]
+    types = {a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]}
+
+    # Then the index the store queries is keyed by account and creation time, both required fields of a run
+    assert index["IndexName"] == RUNS_BY_ACCOUNT_INDEX
+    keys = [(k["AttributeName"], k["KeyType"]) for k in index["KeySchema"]]
+    assert keys == [("account_id", "HASH"), ("created_at_ms", "RANGE")]
+    assert (types["account_id"], types["created_at_ms"]) == ("S", "N")
+    assert {"account_id", "created_at_ms"} <= {n for n, f in RunItem.model_fields.items() if f.is_required()}
+    # And it projects every field a listed run is read with
+    projected = {"run_id", "account_id", "created_at_ms", *index["Projection"]["NonKeyAttributes"]}
+    assert index["Projection"]["ProjectionType"] == "INCLUDE"
+    assert set(RunSummaryItem.model_fields) == projected
 
 
 def test_the_documented_settings_reach_every_function() -> None:

@@ -2,10 +2,16 @@
 
 import time
 import uuid
+from datetime import UTC, datetime
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def iso_utc(ms: int) -> str:
+    """Epoch milliseconds as ISO 8601 in UTC, to the millisecond: 2025-11-21T04:40:00.000Z."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def new_id() -> str:

@@ -34,6 +34,11 @@ class InvalidUuidError(BadRequestError):
         super().__init__(f"Invalid {name}: {value!r} is not a UUID")
 
 
+class InvalidCursorError(BadRequestError):
+    def __init__(self):
+        super().__init__("Invalid cursor: pass the next_cursor of the previous page unchanged")
+
+
 class InvalidFileError(BadRequestError):
     pass
 

@@ -1,18 +1,24 @@
-"""Runs: create one (store it, its canvas and uploads, start its execution) and report its status."""
+"""Runs: create one (store it, its canvas and uploads, start its execution), report its status, and list an
+account's runs."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.adapters.aws import client
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
-from canvas_core.clock import new_id, now_ms, parse_uuid
+from canvas_core.clock import iso_utc, new_id, now_ms, parse_uuid
 from canvas_core.config import get_settings
 from canvas_core.errors import (
+    BadRequestError,
     ConflictError,
     InsufficientCreditsError,
+    InvalidCursorError,
     RunNotFoundError,
     TooManyConcurrentRunsError,
 )
@@ -21,14 +27,16 @@ from canvas_core.models.api import (
     ArtifactView,
     CreateRunRequest,
     CreateRunResponse,
+    ListRunsResponse,
     Progress,
     RunErrorView,
     RunMetadata,
     RunResult,
     RunStatusResponse,
+    RunSummary,
 )
 from canvas_core.models.base import Model
-from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus
+from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus, Template
 from canvas_core.models.items import CanvasItem, RunError, RunItem, Upload
 from canvas_core.observability import logger
 
@@ -172,6 +180,12 @@ def canvas_name(prompt: str) -> str:
     return first_line if len(first_line) <= 80 else first_line[:77].rstrip() + "..."
 
 
+def template_used(run: RunItem) -> str:
+    """The template the run was planned with. Explicit `blocks` override the template (the contract's
+    precedence), so none was: the planner chose within the listed types as it does for `auto`."""
+    return Template.AUTO.value if run.blocks else run.template
+
+
 def get_run_status(
     run_id: str, account_id: str, store: Store | None = None, files: ArtifactStore | None = None
 ) -> RunStatusResponse:
@@ -203,7 +217,7 @@ def get_run_status(
 
     response.duration_ms = max(0, (run.finished_at_ms or now_ms()) - run.created_at_ms)
     response.metadata = RunMetadata(
-        template_used=run.template, models_used=run.models_used, credits_consumed=run.credits_consumed
+        template_used=template_used(run), models_used=run.models_used, credits_consumed=run.credits_consumed
     )
     if run.status in (RunStatus.COMPLETED, RunStatus.PARTIAL):
         files = files or ArtifactStore()
@@ -221,3 +235,44 @@ def get_run_status(
             ],
         )
     return response
+
+
+PROMPT_PREVIEW_CHARS = 200
+
+
+def list_runs(account_id: str, limit: int, cursor: str | None = None, store: Store | None = None) -> ListRunsResponse:
+    """A page of the account's runs, newest first. `cursor` is the previous page's `next_cursor`."""
+    store = store or Store()
+    runs, more = store.list_runs(account_id, limit, after=_decode_cursor(cursor) if cursor else None)
+    return ListRunsResponse(
+        runs=[
+            RunSummary(
+                run_id=run.run_id,
+                status=run.status,
+                created_at=iso_utc(run.created_at_ms),
+                canvas_id=run.canvas_id,
+                template_used=template_used(run),  # a summary holds the template and blocks it reads
+                prompt=run.prompt[:PROMPT_PREVIEW_CHARS],
+            )
+            for run in runs
+        ],
+        next_cursor=_encode_cursor(runs[-1].created_at_ms, runs[-1].run_id) if more else None,
+    )
+
+
+# A cursor is the position of the last run of a page, opaque to clients. It names no account: the query is
+# always the caller's, so a cursor from elsewhere can only position a listing of the caller's own runs.
+def _encode_cursor(created_at_ms: int, run_id: str) -> str:
+    raw = json.dumps([created_at_ms, run_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created_at_ms, run_id = json.loads(raw)
+        if type(created_at_ms) is not int or created_at_ms < 0 or not isinstance(run_id, str):
+            raise ValueError
+        return created_at_ms, parse_uuid("cursor", run_id)
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, BadRequestError):
+        raise InvalidCursorError() from None

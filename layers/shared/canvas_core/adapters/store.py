@@ -20,12 +20,14 @@ from pydantic import BaseModel
 from canvas_core.adapters.aws import client
 from canvas_core.config import Settings, get_settings
 from canvas_core.errors import CreditsExhaustedError, StorageError
-from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem, TaskItem
+from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem, RunSummaryItem, TaskItem
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 CANVAS_ITEM = "CANVAS"
+# The runs table's index of an account's runs by creation time (template.yaml, RunsTable).
+RUNS_BY_ACCOUNT_INDEX = "account_id-created_at_ms-index"
 NODE_PREFIX = "NODE#"
 EDGE_PREFIX = "EDGE#"
 
@@ -172,6 +174,37 @@ class Store:
         with _dynamodb_errors():
             found = self.ddb.get_item(TableName=self.settings.runs_table, Key={"run_id": {"S": run_id}})
         return RunItem.model_validate(_from_item(found["Item"])) if "Item" in found else None
+
+    def list_runs(
+        self, account_id: str, limit: int, after: tuple[int, str] | None = None
+    ) -> tuple[list[RunSummaryItem], bool]:
+        """Up to `limit` of the account's runs, newest first, starting after the run `after` (its
+        `(created_at_ms, run_id)`); and whether more follow. One query in the usual case: it asks for one run
+        more than the page, so the last page is known as such (a 1 MB response page may take another)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.settings.runs_table,
+            "IndexName": RUNS_BY_ACCOUNT_INDEX,
+            "KeyConditionExpression": "account_id = :a",
+            "ExpressionAttributeValues": {":a": {"S": account_id}},
+            "ScanIndexForward": False,
+        }
+        if after is not None:
+            created_at_ms, run_id = after
+            kwargs["ExclusiveStartKey"] = {
+                "account_id": {"S": account_id},
+                "created_at_ms": {"N": str(created_at_ms)},
+                "run_id": {"S": run_id},
+            }
+        found: list[RunSummaryItem] = []
+        while len(found) <= limit:
+            kwargs["Limit"] = limit + 1 - len(found)
+            with _dynamodb_errors():
+                page = self.ddb.query(**kwargs)
+            found += [RunSummaryItem.model_validate(_from_item(item)) for item in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found[:limit], len(found) > limit
 
     def finish_run(self, run_id: str, account_id: str | None = None, **fields: Any) -> bool:
         """Write a run's terminal fields once: only a run still `running` changes. False if it had ended.

@@ -25,8 +25,9 @@ def error_response(status_code: int, message: str, retry_after_seconds: int | No
     )
 
 
-def ok(data: BaseModel) -> dict[str, Any]:
-    return {"success": True, "data": data.model_dump(mode="json", exclude_none=True)}
+def ok(data: BaseModel, exclude_none: bool = True) -> dict[str, Any]:
+    """The success body. Fields that are None are left out, unless the body promises them as null."""
+    return {"success": True, "data": data.model_dump(mode="json", exclude_none=exclude_none)}
 
 
 class Resolver(APIGatewayRestResolver):
@@ -75,8 +76,13 @@ def create_app() -> APIGatewayRestResolver:
 
     @app.exception_handler(RequestValidationError)
     def handle_validation_error(exc: RequestValidationError) -> Response:
-        fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in exc.errors())
-        return error_response(400, f"Invalid request: {fields}")
+        # Parameters are validated before the route runs; authentication still answers first (docs/api.md).
+        try:
+            caller_account(app)
+        except ServiceError as refused:
+            return handle_service_error(refused)
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return error_response(400, f"Invalid request: {problems}")
 
     @app.exception_handler(RouteNotFoundError)
     def handle_unknown_route(_: RouteNotFoundError) -> Response:

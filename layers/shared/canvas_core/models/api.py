@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from canvas_core.models.base import Model
+from canvas_core.models.catalog import RunStatus, Template
 
 
 class UploadedFile(Model):
@@ -80,6 +81,22 @@ class RunStatusResponse(Model):
     result: RunResult | None = None
     metadata: RunMetadata | None = None
     errors: list[RunErrorView] = Field(default_factory=list)
+
+
+class RunSummary(Model):
+    """One run of GET /v1/runs (an extension of the contract)."""
+
+    run_id: str
+    status: RunStatus
+    created_at: str = Field(json_schema_extra={"format": "date-time"}, description="UTC, ISO 8601")
+    canvas_id: str
+    template_used: Template
+    prompt: str = Field(description="The first 200 characters of the prompt")
+
+
+class ListRunsResponse(Model):
+    runs: list[RunSummary]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page")
 
 
 class NodeView(Model):

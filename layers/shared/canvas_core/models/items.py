@@ -57,6 +57,19 @@ class RunItem(Model):
     planning_credits: int = 0
 
 
+class RunSummaryItem(Model):
+    """A run as the runs table's account index projects it: what a listing shows, without results."""
+
+    run_id: str
+    account_id: str
+    canvas_id: str
+    status: RunStatus
+    prompt: str
+    template: str
+    blocks: list[str] | None = None
+    created_at_ms: int
+
+
 class CanvasItem(Model):
     canvas_id: str
     account_id: str

@@ -1,0 +1,27 @@
+"""GET /v1/runs: the caller's runs, newest first, a page at a time (an extension of the contract)."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from canvas_core.api import caller_account, create_app, handle, ok
+from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.runs import list_runs
+
+app = create_app()
+
+
+@app.get("/v1/runs")
+def get_runs(
+    limit: Annotated[int, Query(ge=1, le=100, description="Runs per page")] = 20,
+    cursor: Annotated[str | None, Query(description="The previous page's next_cursor")] = None,
+) -> dict:
+    account_id = caller_account(app)
+    return ok(list_runs(account_id, limit, cursor), exclude_none=False)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    return handle(app, event, context)

@@ -1,0 +1,376 @@
+"""`canvas run`, `status`, `wait`, `download`, `runs`, `dag` and `tasks`: the service from a terminal.
+
+They talk to `--base-url` (else `CANVAS_BASE_URL`, else http://127.0.0.1:3000, where `canvas serve` listens) with
+`--api-key` (else `CANVAS_API_KEY`). Answers go to standard output; progress, saved files and errors to
+standard error, so `canvas run ... > answer.md` keeps the answer alone.
+
+Exit codes: 0 the run completed (for other commands: done), 3 the run ended partial, 4 it failed, 2 a usage error
+(a bad option, no API key, a file that cannot be read), 1 any other error: the service could not be reached, or
+it answered with an error (401, 402, 404, ...), or a download failed. 130 after Ctrl-C, which leaves the run
+running on the service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import mimetypes
+import os
+import shlex
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.markup import escape
+
+from canvas_core.models.catalog import BlockType, Template
+from canvas_local.client.downloads import download_artifact
+from canvas_local.client.http import CanvasClient, CanvasError
+from canvas_local.client.progress import RunProgress
+from canvas_local.client.views import clock, dag_dot, dag_mermaid, dag_tree, run_table, runs_table, size, task_tree
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 3
+EXIT_FAILED = 4
+EXIT_INTERRUPTED = 130
+OUTCOME_EXIT = {"completed": EXIT_OK, "partial": EXIT_PARTIAL, "failed": EXIT_FAILED}
+
+DEFAULT_BASE_URL = "http://127.0.0.1:3000"
+DAG_FORMATS = ("tree", "json", "mermaid", "dot")
+
+Command = Callable[[argparse.Namespace], int]
+
+
+class UsageError(Exception):
+    """The command line asks for something that cannot be done; nothing was sent."""
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add the client commands to the `canvas` parser; each sets `client_command`, what `main` runs."""
+    service = argparse.ArgumentParser(add_help=False)
+    service.add_argument(
+        "--base-url", metavar="URL", help=f"the service (default: $CANVAS_BASE_URL, else {DEFAULT_BASE_URL})"
+    )
+    service.add_argument("--api-key", metavar="KEY", help="the API key (default: $CANVAS_API_KEY)")
+    follow = argparse.ArgumentParser(add_help=False)
+    follow.add_argument(
+        "--out", type=Path, default=Path("."), metavar="DIR", help="where artifacts are saved (default: here)"
+    )
+    follow.add_argument("--json", action="store_true", help="print the final run status as JSON, without progress")
+
+    run = commands.add_parser(
+        "run", parents=[service, follow], help="start a run, show its progress, print its answer and save its files"
+    )
+    run.add_argument("prompt", help='what the agents are to do ("-" reads it from standard input)')
+    run.add_argument("--template", choices=[t.value for t in Template], help="default: auto")
+    run.add_argument(
+        "--blocks", type=_block_types, metavar="A,B", help="block types the agents may use, e.g. prompt,text"
+    )
+    run.add_argument(
+        "--file", dest="files", type=Path, action="append", default=[], metavar="F", help="upload F (repeatable)"
+    )
+    run.add_argument("--instructions", metavar="TEXT", help="behavioural guidance for the agents")
+    run.add_argument("--no-wait", action="store_true", help="print the run id and return once the run has started")
+    run.set_defaults(client_command=_guarded(run_run))
+
+    wait = commands.add_parser(
+        "wait", parents=[service, follow], help="follow a run to its end, print its answer and save its files"
+    )
+    wait.add_argument("run_id", type=_uuid)
+    wait.set_defaults(client_command=_guarded(wait_run))
+
+    status = commands.add_parser("status", parents=[service], help="a run's status")
+    status.add_argument("run_id", type=_uuid)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(client_command=_guarded(show_status))
+
+    download = commands.add_parser("download", parents=[service], help="save a finished run's artifacts")
+    download.add_argument("run_id", type=_uuid)
+    download.add_argument("--out", type=Path, default=Path("."), metavar="DIR", help="default: here")
+    download.set_defaults(client_command=_guarded(download_run))
+
+    runs = commands.add_parser("runs", parents=[service], help="your runs, newest first")
+    runs.add_argument("--limit", type=_page_size, default=20, metavar="N", help="runs per page, 1 to 100 (20)")
+    runs.add_argument("--cursor", help="the page after the one that printed this cursor")
+    runs.add_argument("--json", action="store_true")
+    runs.set_defaults(client_command=_guarded(list_runs))
+
+    dag = commands.add_parser("dag", parents=[service], help="a canvas's blocks and edges")
+    dag.add_argument("canvas_id", type=_uuid)
+    dag.add_argument("--format", choices=DAG_FORMATS, default="tree")
+    dag.set_defaults(client_command=_guarded(show_dag))
+
+    tasks = commands.add_parser("tasks", parents=[service], help="a canvas's task tree")
+    tasks.add_argument("canvas_id", type=_uuid)
+    tasks.add_argument("--json", action="store_true")
+    tasks.set_defaults(client_command=_guarded(show_tasks))
+
+
+def _block_types(text: str) -> list[str]:
+    known = {b.value for b in BlockType}
+    blocks = [b if b.endswith("-block") else f"{b}-block" for b in (p.strip() for p in text.split(",")) if b]
+    unknown = [b for b in blocks if b not in known]
+    if not blocks or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown block type {', '.join(unknown) or '(none given)'}; "
+            f"known: {', '.join(sorted(b.removesuffix('-block') for b in known))}"
+        )
+    return blocks
+
+
+def _page_size(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 100:
+        raise argparse.ArgumentTypeError(f"must be an integer from 1 to 100, not {text!r}")
+    return int(text)
+
+
+def _uuid(text: str) -> str:
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a UUID: {text!r}") from None
+
+
+def _guarded(command: Command) -> Command:
+    """The command, with its errors as one line on standard error and an exit code."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except UsageError as exc:
+            _say(f"canvas {args.command}: {exc}")
+            return EXIT_USAGE
+        except CanvasError as exc:
+            _say(f"canvas {args.command}: {exc}")
+            return EXIT_ERROR
+        except KeyboardInterrupt:
+            _say(f"canvas {args.command}: interrupted")
+            return EXIT_INTERRUPTED
+
+    return run
+
+
+def _say(line: str) -> None:
+    # print, not rich: an error stays one line whatever the terminal's width.
+    print(line, file=sys.stderr, flush=True)
+
+
+def _client(args: argparse.Namespace) -> CanvasClient:
+    base_url = args.base_url or os.environ.get("CANVAS_BASE_URL") or DEFAULT_BASE_URL
+    api_key = args.api_key or os.environ.get("CANVAS_API_KEY")
+    if not api_key:
+        raise UsageError("no API key: set CANVAS_API_KEY or pass --api-key")
+    if not base_url.startswith(("http://", "https://")):
+        raise UsageError(f"the base URL must start with http:// or https://, not {base_url!r}")
+    return CanvasClient(base_url, api_key)
+
+
+# ---------------------------------------------------------------- runs
+
+
+def run_run(args: argparse.Namespace) -> int:
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    files = [_read_upload(path) for path in args.files]
+    _check_out_dir(args.out)
+    with _client(args) as client:
+        try:
+            created = client.create_run(
+                prompt,
+                template=args.template,
+                blocks=args.blocks,
+                instructions=args.instructions,
+                files=files,
+                idempotency_key=str(uuid.uuid4()),
+            )
+        except KeyboardInterrupt:
+            _say("\nInterrupted while starting the run; it may have started: see canvas runs")
+            return EXIT_INTERRUPTED
+        run_id = created["run_id"]
+        if args.no_wait:
+            if args.json:
+                print(json.dumps(created, indent=2))
+            else:
+                print(run_id)
+                _say(f"Run started; follow it with: canvas wait {run_id}")
+            return EXIT_OK
+        return _follow(client, run_id, args, created.get("estimated_duration_ms"))
+
+
+def wait_run(args: argparse.Namespace) -> int:
+    _check_out_dir(args.out)
+    with _client(args) as client:
+        return _follow(client, args.run_id, args, None)
+
+
+def _follow(client: CanvasClient, run_id: str, args: argparse.Namespace, estimate_ms: int | None) -> int:
+    """Poll the run to its end (with the live bar unless --json), print it, save its artifacts."""
+    try:
+        run = _last(client.poll_run(run_id)) if args.json else _watch(client, run_id, estimate_ms)
+    except KeyboardInterrupt:
+        _say(f"\nInterrupted: run {run_id} goes on running on the service. Resume with: {_resume(run_id, args)}")
+        return EXIT_INTERRUPTED
+    except CanvasError as exc:
+        raise CanvasError(f"{exc}; the run goes on: follow it again with {_resume(run_id, args)}") from None
+    if args.json:
+        print(json.dumps(run, indent=2))
+    else:
+        _print_outcome(run)
+    try:
+        _save_artifacts(client, run, args.out)
+    except KeyboardInterrupt:
+        _say(f"\nInterrupted; save the files with: canvas download {run_id} --out {shlex.quote(str(args.out))}")
+        return EXIT_INTERRUPTED
+    return OUTCOME_EXIT.get(run["status"], EXIT_ERROR)
+
+
+def _resume(run_id: str, args: argparse.Namespace) -> str:
+    out = f" --out {shlex.quote(str(args.out))}" if args.out != Path(".") else ""
+    return f"canvas wait {run_id}{out}"
+
+
+def _last(polls: Iterator[dict[str, Any]]) -> dict[str, Any]:
+    *_, last = polls
+    return last
+
+
+def _watch(client: CanvasClient, run_id: str, estimate_ms: int | None) -> dict[str, Any]:
+    """Poll with the live bar on standard error. The DAG (what shows the blocks running) is read again only
+    when the run's progress has moved: a block starting or ending changes the task counts."""
+    run: dict[str, Any] = {}
+    dag: dict[str, Any] | None = None
+    seen: tuple[Any, ...] | None = None
+    with RunProgress(Console(stderr=True), estimate_ms) as bar:
+        for run in client.poll_run(run_id):
+            progress = run.get("progress") or {}
+            moved = (run["status"], progress.get("tasks_completed"), progress.get("tasks_total"))
+            if moved != seen:
+                dag, seen = _dag_or(client, run.get("canvas_id"), dag), moved
+            bar.update(run, dag)
+    return run
+
+
+def _dag_or(client: CanvasClient, canvas_id: str | None, previous: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not canvas_id:
+        return previous
+    try:
+        return client.get_dag(canvas_id)
+    except CanvasError:
+        return previous  # the bar only loses its block names until the next read; the run is followed all the same
+
+
+def _print_outcome(run: dict[str, Any]) -> None:
+    output = (run.get("result") or {}).get("final_output")
+    if output:
+        console = Console()
+        # Rendered on a terminal; elsewhere (a file, a pipe) the markdown itself, which is what a file wants.
+        if console.is_terminal:
+            console.print(Markdown(output))
+        else:
+            print(output.rstrip("\n"))
+    err = Console(stderr=True)
+    metadata = run.get("metadata") or {}
+    summary = f"{run['status'].capitalize()} in {clock(run.get('duration_ms', 0))}"
+    if "credits_consumed" in metadata:
+        summary += f" · {metadata['credits_consumed']} credits"
+    style = {"completed": "green", "partial": "yellow"}.get(run["status"], "red")
+    err.print(f"[{style}]{summary}[/]", highlight=False)
+    for error in run.get("errors", []):
+        where = f"{error['block_type']}: " if error.get("block_type") else ""
+        err.print(f"[red]✗[/] {escape(where + error['error'])}", highlight=False)
+
+
+def _save_artifacts(client: CanvasClient, run: dict[str, Any], out: Path) -> None:
+    artifacts = (run.get("result") or {}).get("artifacts", [])
+    if artifacts:
+        out.mkdir(parents=True, exist_ok=True)
+    for artifact in artifacts:
+        path = download_artifact(client, artifact, out)
+        _say(f"Saved {path} ({size(path.stat().st_size)})")
+
+
+def _read_upload(path: Path) -> tuple[str, bytes, str]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return path.name, data, mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+
+
+def _check_out_dir(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is not a directory")
+
+
+# ---------------------------------------------------------------- reads
+
+
+def show_status(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        run = client.get_run(args.run_id)
+    if args.json:
+        print(json.dumps(run, indent=2))
+    else:
+        Console().print(run_table(run))
+    return EXIT_OK
+
+
+def download_run(args: argparse.Namespace) -> int:
+    _check_out_dir(args.out)
+    with _client(args) as client:
+        run = client.get_run(args.run_id)
+        if run["status"] == "running":
+            raise CanvasError(f"run {args.run_id} is still running; wait for it with: canvas wait {args.run_id}")
+        if not (run.get("result") or {}).get("artifacts"):
+            _say(f"Run {args.run_id} ({run['status']}) has no artifacts")
+            return EXIT_OK
+        _save_artifacts(client, run, args.out)
+    return EXIT_OK
+
+
+def list_runs(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        page = client.list_runs(limit=args.limit, cursor=args.cursor)
+    if args.json:
+        print(json.dumps(page, indent=2))
+        return EXIT_OK
+    if not page.get("runs"):
+        _say("No runs")
+        return EXIT_OK
+    console = Console()
+    console.print(runs_table(page, console.width))
+    if page.get("next_cursor"):
+        _say(f"More: canvas runs --cursor {page['next_cursor']}")
+    return EXIT_OK
+
+
+def show_dag(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        dag = client.get_dag(args.canvas_id)
+    if args.format == "tree":
+        Console().print(dag_tree(dag))
+    elif args.format == "json":
+        print(json.dumps(dag, indent=2))
+    else:
+        sys.stdout.write(dag_mermaid(dag) if args.format == "mermaid" else dag_dot(dag))
+    return EXIT_OK
+
+
+def show_tasks(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        tasks = client.get_tasks(args.canvas_id)
+    if args.json:
+        print(json.dumps(tasks, indent=2))
+    else:
+        Console().print(task_tree(tasks))
+    return EXIT_OK
