@@ -284,6 +284,16 @@ def uninstall_backend_locks() -> None:
         setattr(S3Response, name, original)
 
 
+@contextmanager
+def backend_locks() -> Iterator[None]:
+    """The locks installed for a block of code (a test's `mock_aws`, say), and removed after it."""
+    install_backend_locks()
+    try:
+        yield
+    finally:
+        uninstall_backend_locks()
+
+
 def _is_priority(headers: Any) -> bool:
     try:
         return bool(headers and headers.get(priority.HEADER))

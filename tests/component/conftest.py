@@ -32,11 +32,8 @@ def template() -> Template:
 def moto_locks() -> Iterator[None]:
     """moto serving one request at a time per service, as in the embedded stack: its backends are plain dicts,
     so handlers called from several threads at once would otherwise race inside moto itself."""
-    moto_patch.install_backend_locks()
-    try:
+    with moto_patch.backend_locks():
         yield
-    finally:
-        moto_patch.uninstall_backend_locks()
 
 
 @pytest.fixture

@@ -427,11 +427,8 @@ ATTRIBUTES = [{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "
 
 @pytest.fixture
 def backend_locks() -> Iterator[None]:
-    moto_patch.install_backend_locks()
-    try:
+    with moto_patch.backend_locks():
         yield
-    finally:
-        moto_patch.uninstall_backend_locks()
 
 
 @pytest.fixture
