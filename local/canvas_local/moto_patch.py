@@ -419,15 +419,17 @@ def _query_partition(self: Table, *args: Any, **kwargs: Any) -> Any:
     hash_key = arguments.get("hash_key")
     if arguments.get("index_name") or not self.range_key_attr or hash_key is None:
         return _ORIGINAL_QUERY(self, *args, **kwargs)
-    partition = self.items.get(hash_key)  # .get: `items` is a defaultdict
-    candidates = list(partition.values()) if partition else []
-    # moto's query filters `all_items()` by hash key; for one call, that is this partition. Requests are served
-    # under the DynamoDB lock, so no other thread sees the instance attribute.
-    self.all_items = lambda: candidates  # type: ignore[method-assign]
-    try:
-        return _ORIGINAL_QUERY(self, *args, **kwargs)
-    finally:
-        del self.all_items
+    # moto's query filters `all_items()` by hash key; for one call, that is this partition. The DynamoDB lock
+    # (reentrant: a request holds it already when the locks are installed) keeps the instance attribute from
+    # any other thread.
+    with _service_locks["dynamodb"]:
+        partition = self.items.get(hash_key)  # .get: `items` is a defaultdict
+        candidates = list(partition.values()) if partition else []
+        self.all_items = lambda: candidates  # type: ignore[method-assign]
+        try:
+            return _ORIGINAL_QUERY(self, *args, **kwargs)
+        finally:
+            del self.all_items
 
 
 _backends_by_host: dict[str | None, Any] = {}

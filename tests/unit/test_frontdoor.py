@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
+import threading
+import time
 from typing import Any
 
 import pytest
 
+from canvas_local import frontdoor
 from canvas_local.frontdoor import FrontDoor, Request
 from canvas_local.lambda_runtime import LocalFunction
 from canvas_local.template import ApiRoute
@@ -164,3 +168,56 @@ def test_a_base64_response_body_is_sent_as_bytes(door):
     assert response.body == png
     assert ("Content-Type", "image/png") in response.headers
     assert [value for name, value in response.headers if name == "Set-Cookie"] == ["a=1", "b=2"]
+
+
+def test_a_request_no_environment_frees_up_for_gets_429_with_retry_after(monkeypatch):
+    # Given a function at its concurrency of one, its one environment busy
+    monkeypatch.setattr(frontdoor, "THROTTLE_WAIT_SECONDS", 0.1)
+    release = threading.Event()
+
+    def slow(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        release.wait(10)
+        return {"statusCode": 200, "body": "{}"}
+
+    door = FrontDoor(
+        ROUTES, {"GetRun": LocalFunction.of("GetRun", slow, concurrency=1)}, binary_media_types=[], stage="api"
+    )
+    busy = threading.Thread(target=door.respond, args=(request("GET", "/v1/run/r-1"),))
+    busy.start()
+    try:
+        time.sleep(0.1)
+        # When another request for it arrives
+        response = door.respond(request("GET", "/v1/run/r-2"))
+    finally:
+        release.set()
+        busy.join(10)
+
+    # Then it is answered 429 in the contract's error shape, with when to retry
+    assert response.status == 429
+    assert json.loads(response.body) == {"success": False, "error": "Too many requests: retry shortly"}
+    assert ("Retry-After", str(frontdoor.RETRY_AFTER_SECONDS)) in response.headers
+
+
+def test_a_connection_past_the_servers_limit_gets_503_not_a_reset(monkeypatch):
+    # Given a front door that serves one connection at a time, that one held open by a client
+    monkeypatch.setattr(frontdoor, "MAX_CONNECTIONS", 1)
+    door = FrontDoor(ROUTES, {"GetRun": LocalFunction.of("GetRun", echo)}, binary_media_types=[], stage="api")
+    door.start()
+    host, port = door.url.removeprefix("http://").split(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as holder:
+            holder.sendall(b"GET /v1/run/r-1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert holder.recv(65536).startswith(b"HTTP/1.1 200")  # kept alive: its thread stays busy
+
+            # When a second client connects and asks
+            with socket.create_connection((host, int(port)), timeout=5) as second:
+                second.sendall(b"GET /v1/run/r-2 HTTP/1.1\r\nHost: x\r\n\r\n")
+                answer_bytes = second.recv(65536)
+    finally:
+        door.stop()
+
+    # Then it gets an HTTP answer: 503 with Retry-After, in the contract's error shape
+    head, _, body = answer_bytes.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503")
+    assert b"Retry-After: 1" in head
+    assert json.loads(body) == {"success": False, "error": "Service busy: retry shortly"}

@@ -865,3 +865,17 @@ def test_release_finished_threads_leaves_a_thread_that_is_still_starting(interpr
         starting.proceed.set()
         starter.join(timeout=5)
         starting.join(timeout=5)
+
+
+def test_a_task_whose_function_takes_no_more_invocations_fails_as_lambda_throttling():
+    # Given a function that takes no more invocations (its stack is stopping)
+    closed = LocalFunction.of("Closed", lambda event, context: {})
+    closed.close()
+
+    # When a Lambda task invokes it through the seam
+    with moto_patch.lambdas_in_process({"Closed": closed}.get), pytest.raises(ClientError) as raised:
+        lambda_eval_utils._invoke_lambda_function({"FunctionName": function_arn("Closed")}, "us-east-1", None)
+
+    # Then moto sees Lambda's throttling error, which the state machine's Retry on Lambda errors matches
+    assert raised.value.response["Error"]["Code"] == "TooManyRequestsException"
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 429
