@@ -315,14 +315,19 @@ def _check_out_dir(out: Path) -> None:
 # ---------------------------------------------------------------- reads
 
 
+def _show(args: argparse.Namespace, data: dict, render: Callable[[dict], Any]) -> int:
+    """The answer as JSON with --json, else as `render` draws it."""
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        Console().print(render(data))
+    return EXIT_OK
+
+
 def show_status(args: argparse.Namespace) -> int:
     with _client(args) as client:
         run = client.get_run(args.run_id)
-    if args.json:
-        print(json.dumps(run, indent=2))
-    else:
-        Console().print(run_table(run))
-    return EXIT_OK
+    return _show(args, run, run_table)
 
 
 def download_run(args: argparse.Namespace) -> int:
@@ -369,8 +374,4 @@ def show_dag(args: argparse.Namespace) -> int:
 def show_tasks(args: argparse.Namespace) -> int:
     with _client(args) as client:
         tasks = client.get_tasks(args.canvas_id)
-    if args.json:
-        print(json.dumps(tasks, indent=2))
-    else:
-        Console().print(task_tree(tasks))
-    return EXIT_OK
+    return _show(args, tasks, task_tree)
