@@ -88,6 +88,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.max_concurrent_runs is not None:
         overrides["MaxConcurrentRunsPerAccount"] = str(args.max_concurrent_runs)
     from canvas_local.stack import LocalStack  # moto and the handlers: only `serve` needs them
+    from canvas_local.state_dir import StateDirError
 
     stack = LocalStack(
         args.template,
@@ -106,6 +107,9 @@ def serve(args: argparse.Namespace) -> int:
         if exc.errno != errno.EADDRINUSE:
             raise
         print(f"canvas serve: {args.host}:{args.port} is in use; choose another port with --port", file=sys.stderr)
+        return 2
+    except StateDirError as exc:
+        print(f"canvas serve: {exc}", file=sys.stderr)
         return 2
     try:
         print(f"Canvas Run Service listening on {stack.base_url}", flush=True)

@@ -147,10 +147,10 @@ class FrontDoor:
     def stop(self) -> None:
         if self._server is None:
             return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
+        if self._thread is not None:  # shutdown() waits for serve_forever, which a bound-only door never ran
+            self._server.shutdown()
             self._thread.join(timeout=10)
+        self._server.server_close()
         self._server = self._thread = None
 
     # -------------------------------------------------- one request

@@ -72,3 +72,18 @@ def test_serve_on_a_taken_port_prints_only_that_line_as_a_command(taken_port):
         f"canvas serve: 127.0.0.1:{taken_port} is in use; choose another port with --port",
     ]
     assert finished.stdout == ""
+
+
+def test_serve_with_a_state_dir_it_cannot_read_says_so_in_one_line_and_returns_2(tmp_path, process_settings, capsys):
+    # Given a state directory whose snapshot is not one canvas wrote
+    (tmp_path / "snapshot").mkdir()
+    (tmp_path / "snapshot" / "manifest.json").write_text("not json")
+
+    # When `canvas serve` is started on it
+    status = cli.main(["serve", "--host", "127.0.0.1", "--port", "0", "--state-dir", str(tmp_path)])
+
+    # Then it says what is wrong with the directory in one line, and exits 2 with nothing left running
+    _, err = capsys.readouterr()
+    assert status == 2
+    [line] = [line for line in err.splitlines() if line.startswith("canvas serve:")]
+    assert str(tmp_path / "snapshot") in line
