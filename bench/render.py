@@ -13,7 +13,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from canvas_core.render.structure import BulletList, Deliverable, Paragraph, Reference, Section, Table, typed_value
+from canvas_core.render.structure import BulletList, Deliverable, Paragraph, Reference, Section
+from canvas_core.tables import Table, typed_value
 
 SAMPLES = 3
 PARAGRAPH = (

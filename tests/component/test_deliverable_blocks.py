@@ -22,7 +22,7 @@ from canvas_core.planner import parent_task_id, persona_task_id
 from canvas_core.providers.base import Completion
 from canvas_core.render.chart import check_png, render_card
 from canvas_core.render.docx import check_docx
-from canvas_core.render.html import check_html
+from canvas_core.render.html_check import check_html
 from canvas_core.render.pptx import check_pptx
 from canvas_core.render.xlsx import check_xlsx
 from tests.support import body_of, load_event

@@ -17,7 +17,7 @@ from openpyxl import load_workbook
 from pptx import Presentation
 
 from canvas_core.render.docx import check_docx
-from canvas_core.render.html import check_html
+from canvas_core.render.html_check import check_html
 from canvas_core.render.pptx import check_pptx
 from tests.e2e.conftest import poll_until_finished
 from tests.fakes import files

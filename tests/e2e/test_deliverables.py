@@ -22,7 +22,7 @@ from canvas_core.models.catalog import TaskType
 from canvas_core.models.items import EdgeItem, NodeItem, RunItem, TaskItem
 from canvas_core.planner import Plan, parent_task_id, persona_task_id
 from canvas_core.render.docx import check_docx
-from canvas_core.render.html import check_html
+from canvas_core.render.html_check import check_html
 from canvas_core.render.pptx import check_pptx
 from canvas_core.render.xlsx import check_xlsx
 from tests.e2e.conftest import poll_until_finished

@@ -6,8 +6,8 @@ import pytest
 
 from canvas_core.gather.html import extract_html
 from canvas_core.gather.pages import urls_in
-from canvas_core.gather.tables import parse_list, parse_markdown_tables, render_list, render_table, table_from_csv
 from canvas_core.gather.youtube import TranscriptError, moment_url, parse_timed_text, timestamp, video_id
+from canvas_core.tables import parse_list, parse_markdown_tables, render_list, render_table, table_from_csv
 
 pytestmark = pytest.mark.unit
 
@@ -49,7 +49,7 @@ def test_urls_are_found_in_text_ipv6_literals_included():
 
 def test_csv_becomes_a_typed_table():
     table = table_from_csv("name;joined;score;active\nAda;2024-01-05;9.5;true\nBob;2023-12-01;7;false\n")
-    assert table.columns == ["name", "joined", "score", "active"]
+    assert table.headers == ["name", "joined", "score", "active"]
     assert table.types == ["text", "date", "number", "boolean"]
     assert table.rows == [["Ada", "2024-01-05", 9.5, True], ["Bob", "2023-12-01", 7.0, False]]
 
@@ -62,7 +62,7 @@ def test_a_rendered_table_reads_back_with_its_types():
     [again] = parse_markdown_tables("Some intro.\n\n" + text + "\n\nAfter.")
     # Then
     assert text.startswith("Columns: city (text), pop (integer)")
-    assert (again.columns, again.types, again.rows) == (
+    assert (again.headers, again.types, again.rows) == (
         ["city", "pop"],
         ["text", "integer"],
         [["Oslo", 709000], ["Bergen", None]],
@@ -72,8 +72,8 @@ def test_a_rendered_table_reads_back_with_its_types():
 def test_markdown_tables_in_a_model_answer_are_found_with_their_heading():
     answer = "### Costs\n\n| item | cost |\n|:---|---:|\n| a \\| b | 1,200 |\n| c | 3 |\n\n| x |\n|---|\n| y |"
     first, second = parse_markdown_tables(answer)
-    assert first.title == "Costs" and first.rows == [["a | b", 1200], ["c", 3]]
-    assert second.columns == ["x"] and second.rows == [["y"]]
+    assert first.caption == "Costs" and first.rows == [["a | b", 1200], ["c", 3]]
+    assert second.headers == ["x"] and second.rows == [["y"]]
 
 
 def test_nested_lists_parse_and_render():

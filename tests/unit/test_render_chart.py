@@ -15,7 +15,7 @@ from canvas_core.blocks.image_generate import BedrockImageModel, image_model
 from canvas_core.errors import BlockFatalError, BlockRetryableError
 from canvas_core.render import RenderCheckError
 from canvas_core.render.chart import HEIGHT, WIDTH, check_image, check_png, render_bar_chart, render_card
-from canvas_core.render.structure import Table
+from canvas_core.tables import Table
 
 pytestmark = pytest.mark.unit
 

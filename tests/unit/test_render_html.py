@@ -1,24 +1,26 @@
-"""canvas_core/render/html.py: single-file pages that parse back whole and self-contained, whose controls are
-wired to their script, and in which text from inputs never becomes markup or script."""
+"""canvas_core/render/html.py and html_check.py: single-file pages that parse back whole and self-contained,
+whose controls are wired to their script, and in which text from inputs never becomes markup or script."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+import canvas_core.render
 from canvas_core.render import RenderCheckError
 from canvas_core.render.html import (
     AppSpec,
     Feature,
     LandingPage,
-    check_html,
+    asset,
     finish_model_html,
-    parse_html,
     render_app,
     render_landing_page,
     render_prototype,
 )
+from canvas_core.render.html_check import check_html, parse_html
 from canvas_core.render.structure import Reference, parse_markdown
 
 pytestmark = pytest.mark.unit
@@ -110,6 +112,30 @@ def test_pages_are_whole_responsive_and_their_controls_are_wired(kind):
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
     assert "@media (max-width" in page
     assert view.controls() and view.wired_controls() == view.controls()
+
+
+ASSETS = {
+    "app": ("base.css", "app.css", "app.js"),
+    "prototype": ("base.css", "prototype.css", "prototype.js"),
+    "landing_page": ("base.css", "landing.css", "landing.js"),
+}
+
+
+@pytest.mark.parametrize("kind", PAGES)
+def test_each_page_holds_its_stylesheets_and_script_inline_once(kind):
+    # When
+    page = PAGES[kind]()
+    view = check_html(page, require_script=True)
+    # Then each asset file is in the page, whole and once; its script is the page's one script
+    for name in ASSETS[kind]:
+        assert page.count(asset(name)) == 1
+    [script] = view.scripts
+    assert script.strip() == asset(ASSETS[kind][2]).strip()
+
+
+def test_every_asset_file_is_used_by_a_page():
+    shipped = {p.name for p in (Path(canvas_core.render.__file__).parent / "assets").iterdir()}
+    assert shipped == {name for names in ASSETS.values() for name in names}
 
 
 def test_the_app_has_its_controls_and_data():

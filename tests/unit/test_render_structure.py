@@ -15,9 +15,7 @@ from canvas_core.render.structure import (
     Reference,
     Section,
     Span,
-    Table,
     chart_columns,
-    column_kinds,
     extract_fields,
     file_name,
     parse_markdown,
@@ -27,8 +25,8 @@ from canvas_core.render.structure import (
     summable_columns,
     tables_in_content,
     to_markdown,
-    typed_value,
 )
+from canvas_core.tables import Table, column_kinds, typed_value
 
 pytestmark = pytest.mark.unit
 

@@ -10,8 +10,9 @@ import pytest
 from openpyxl import load_workbook
 
 from canvas_core.render import RenderCheckError
-from canvas_core.render.structure import Reference, Table
+from canvas_core.render.structure import Reference
 from canvas_core.render.xlsx import WorkbookSpec, check_xlsx, render_workbook
+from canvas_core.tables import Table
 
 pytestmark = pytest.mark.unit
 

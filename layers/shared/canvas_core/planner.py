@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from canvas_core.models.catalog import IMAGE_EXTENSIONS, TEMPLATE_BLOCKS, BlockType, TaskStatus, TaskType, Template
+from canvas_core.models.catalog import IMAGE_EXTENSIONS, BlockType, TaskStatus, TaskType
 from canvas_core.models.items import EdgeItem, NodeItem, RunItem, TaskItem
 from canvas_core.observability import logger
 
@@ -42,12 +42,6 @@ class Plan:
     credits: int = 0
     method: str = "rules"
     problems: list[str] = field(default_factory=list)
-
-
-def allowed_block_types(run: RunItem) -> list[BlockType]:
-    if run.blocks:
-        return [BlockType(b) for b in run.blocks]
-    return sorted(TEMPLATE_BLOCKS[Template(run.template)], key=list(BlockType).index)
 
 
 def plan_canvas(run: RunItem, provider: ModelProvider | None = None) -> Plan:

@@ -27,9 +27,6 @@ BLOCK_GUIDE: dict[BlockType, str] = {
     B.LANDING_PAGE: "builds a landing page (.html) from its inputs (copy, images)",
 }
 
-GATHER = frozenset({B.FILE, B.WEB, B.WEB_RESEARCH, B.DEEP_RESEARCH, B.YT})
-ANALYSE = frozenset({B.PROMPT, B.TABLE, B.LIST})
-WRITE = frozenset({B.TEXT})
 DELIVER = frozenset({B.DOCUMENT, B.PRESENTATION, B.MEMO, B.EXCEL, B.APP, B.PROTOTYPE, B.LANDING_PAGE})
 
 # The block a deliverable template's canvas ends in (the template table's "typical output").

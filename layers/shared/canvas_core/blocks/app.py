@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import compose, draft, input_tables, material, references, sources, store, title
-from canvas_core.render import RenderCheckError, html
-from canvas_core.render.structure import Table, plain
+from canvas_core.render import RenderCheckError, html, html_check
+from canvas_core.render.structure import plain, same_data
+from canvas_core.tables import Table
 
 INSTRUCTIONS = (
     "Write a complete single-file web app that does what is asked: one HTML document (<!DOCTYPE html> ... "
@@ -40,10 +41,10 @@ def build(ctx: BlockContext, instructions: str, builtin: Callable[[html.AppSpec]
         page_title = outline.title
         spec = html.AppSpec(page_title, _subtitle(ctx, tables), outline.sections, tables, outline.references)
         page = builtin(spec)
-        view = html.parse_html(page)
+        view = html_check.parse_html(page)
         note = f"Built-in {label} ({reason})"
     else:
-        view = html.parse_html(page)
+        view = html_check.parse_html(page)
         page_title = plain(view.title) or page_title
         note = f"The {label} as the model wrote it, made self-contained"
     artifact = store(ctx, page_title, "html", page.encode("utf-8"), html.CONTENT_TYPE, _check, label=label)
@@ -67,7 +68,7 @@ def _model_page(answer: str) -> tuple[str | None, str]:
     if page is None:
         return None, "the model's answer held no HTML document"
     try:
-        view = html.check_html(page, require_script=True)
+        view = html_check.check_html(page, require_script=True)
     except RenderCheckError as exc:
         return None, f"the model's page failed its check: {exc}"
     if not view.wired_controls():
@@ -75,8 +76,8 @@ def _model_page(answer: str) -> tuple[str | None, str]:
     return page, ""
 
 
-def _check(data: bytes) -> html.HtmlView:
-    view = html.check_html(data, require_script=True)
+def _check(data: bytes) -> html_check.HtmlView:
+    view = html_check.check_html(data, require_script=True)
     if not view.wired_controls():
         raise RenderCheckError("no control of the page is wired to its script")
     return view
@@ -85,6 +86,6 @@ def _check(data: bytes) -> html.HtmlView:
 def _unique(tables: list[Table]) -> list[Table]:
     out: list[Table] = []
     for table in tables:
-        if not any(table.same_data(t) for t in out):
+        if not any(same_data(table, t) for t in out):
             out.append(table)
     return out

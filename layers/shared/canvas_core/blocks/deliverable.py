@@ -31,13 +31,14 @@ from canvas_core.render.structure import (
     Paragraph,
     Reference,
     Section,
-    Table,
     file_name,
     parse_markdown,
     plain,
+    same_data,
     table_caption,
     tables_in_content,
 )
+from canvas_core.tables import Table
 from canvas_core.textsafety import strip_control
 
 CSV_SUFFIXES = (".csv", ".tsv")
@@ -117,7 +118,7 @@ def input_tables(ctx: BlockContext) -> list[Table]:
         )
         for table in tables_in_content(strip_control(node.content or ""), caption="", csv_text=csv_text):
             table.caption = table_caption(node.name, table.caption)
-            if not any(table.same_data(seen) for seen in found):
+            if not any(same_data(table, seen) for seen in found):
                 found.append(table)
     return found
 
@@ -190,7 +191,7 @@ def compose(
     if not deliverable.sections and not tables:
         deliverable.sections.append(Section(title=lead_title, blocks=[Paragraph(NOTHING_YET)]))
     shown = deliverable.tables()
-    missing = [t for t in tables if not any(t.same_data(s) for s in shown)]
+    missing = [t for t in tables if not any(same_data(t, s) for s in shown)]
     if missing:
         # The data goes before a closing part (next steps, a conclusion), not after it.
         closing = [n for n, s in enumerate(deliverable.sections) if s.level == 1 and CLOSING.search(s.title)]

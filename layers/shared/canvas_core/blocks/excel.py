@@ -11,15 +11,8 @@ from canvas_core.agents.outline import NOT_COVERED, NOTHING_YET, Outline, shorte
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import CITE, compose, draft, outline, outline_instructions, sources, store
 from canvas_core.render import xlsx
-from canvas_core.render.structure import (
-    BulletList,
-    Deliverable,
-    Paragraph,
-    Table,
-    block_markdown,
-    plain,
-    summable_columns,
-)
+from canvas_core.render.structure import BulletList, Deliverable, Paragraph, block_markdown, plain, summable_columns
+from canvas_core.tables import Table
 
 INSTRUCTIONS = (
     "Put the data asked for in Markdown pipe tables (| a | b |), each under a '## ' heading naming it: one row "

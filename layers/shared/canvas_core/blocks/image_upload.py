@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.file import find_upload
 from canvas_core.errors import BlockFatalError
-from canvas_core.gather.images import ImageError, ImageInfo, header_dimensions, image_info
+from canvas_core.gather.images import ImageError, ImageInfo, image_info
 from canvas_core.models.items import Source, Upload
 from canvas_core.providers.base import Completion
 
@@ -71,8 +71,3 @@ def describe(ctx: BlockContext, upload: Upload, data: bytes, info: ImageInfo) ->
 def sanitized_svg_key(upload: Upload) -> str:
     """Where the safe copy of an uploaded SVG is kept: beside the upload."""
     return upload.s3_key.rsplit("/", 1)[0] + "/derived/sanitized.svg"
-
-
-def dimensions(extension: str, data: bytes) -> tuple[int, int] | None:
-    """Width and height from the file header alone."""
-    return header_dimensions(extension, data)

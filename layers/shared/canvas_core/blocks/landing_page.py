@@ -12,7 +12,7 @@ from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import CITE, compose, draft, input_figures, sources, store
 from canvas_core.models.catalog import BlockType
 from canvas_core.providers.offline import NO_MATERIAL
-from canvas_core.render import RenderCheckError, html
+from canvas_core.render import RenderCheckError, html, html_check
 from canvas_core.render.structure import BulletList, Deliverable, Paragraph, plain, sentences, spans
 
 INSTRUCTIONS = (
@@ -136,8 +136,8 @@ def _images(ctx: BlockContext, title: str) -> tuple[tuple[bytes, str] | None, tu
     )
 
 
-def _check(data: bytes) -> html.HtmlView:
-    view = html.check_html(data, require_script=True)
+def _check(data: bytes) -> html_check.HtmlView:
+    view = html_check.check_html(data, require_script=True)
     if "signup" not in view.ids or not any(link == "#signup" for link in view.links):
         raise RenderCheckError("the page has no call to action leading to its signup section")
     return view

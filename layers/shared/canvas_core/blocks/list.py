@@ -7,7 +7,7 @@ from __future__ import annotations
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.errors import BlockFatalError
 from canvas_core.gather.research import task_of
-from canvas_core.gather.tables import parse_list, render_list
+from canvas_core.tables import parse_list, render_list
 
 MAX_ITEMS = 200
 

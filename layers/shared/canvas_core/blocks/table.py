@@ -13,7 +13,8 @@ from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.errors import BlockFatalError
 from canvas_core.gather.extract import ExtractionError, extract
 from canvas_core.gather.research import task_of
-from canvas_core.gather.tables import (
+from canvas_core.models.items import NodeItem
+from canvas_core.tables import (
     Table,
     parse_list,
     parse_markdown_tables,
@@ -22,7 +23,6 @@ from canvas_core.gather.tables import (
     table_from_rows,
     tables_from_xlsx,
 )
-from canvas_core.models.items import NodeItem
 
 MAX_TABLES = 10
 
@@ -42,18 +42,18 @@ def _tables_of(ctx: BlockContext, node: NodeItem) -> list[Table]:
         try:
             if upload.extension == "csv":
                 extract(upload.name, "csv", data)  # the same checks as the file-block's
-                table = table_from_csv(data.decode("utf-8-sig"), title=upload.name)
-                return [table] if table.columns else []
+                table = table_from_csv(data.decode("utf-8-sig"), caption=upload.name)
+                return [table] if table.headers else []
             extract(upload.name, "xlsx", data)
             tables = tables_from_xlsx(data)
         except ExtractionError as exc:
             raise BlockFatalError(str(exc)) from exc
         for table in tables:
-            table.title = f"{upload.name}, sheet {table.title}"
+            table.caption = f"{upload.name}, sheet {table.caption}"
         return tables
     found = parse_markdown_tables(node.content or "")
     for table in found:
-        table.title = table.title or node.name
+        table.caption = table.caption or node.name
     return found
 
 

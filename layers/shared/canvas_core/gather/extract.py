@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from canvas_core.gather.archive import ArchiveError, ArchiveLimits, EncryptedArchiveError, check_archive, read_members
 from canvas_core.gather.images import ImageError, image_info
-from canvas_core.gather.tables import render_table, table_from_csv, table_from_rows, tables_from_xlsx
+from canvas_core.tables import render_table, table_from_csv, table_from_rows, tables_from_xlsx
 from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth
 
 IMAGE_EXTENSIONS = {"png", "jpg", "jpeg", "gif", "webp", "svg"}
@@ -162,14 +162,15 @@ def _xlsx(name: str, data: bytes) -> Extraction:
         ) from exc
     if not tables:
         raise ExtractionError(f"{name} has no cells with values")
-    return Extraction(
-        [Section(text=render_table(replace(t, title=None)), file_name=name, heading=f"Sheet {t.title}") for t in tables]
-    )
+    sections = [
+        Section(text=render_table(replace(t, caption="")), file_name=name, heading=f"Sheet {t.caption}") for t in tables
+    ]
+    return Extraction(sections)
 
 
 def _csv(name: str, data: bytes) -> Extraction:
     table = table_from_csv(_decode(name, data))
-    if not table.columns:
+    if not table.headers:
         raise ExtractionError(f"{name} has no rows")
     return Extraction([Section(text=render_table(table), file_name=name)])
 

@@ -221,16 +221,8 @@ def _table_facts(body: str, name: str, described: set[str]) -> list[str]:
     its total when the column adds up."""
     if "|" not in body:
         return []
-    from canvas_core.render.structure import (
-        adds_up,
-        chart_columns,
-        column_kinds,
-        data_rows,
-        plain,
-        table_caption,
-        tables_in_content,
-        typed_value,
-    )
+    from canvas_core.render.structure import adds_up, chart_columns, plain, table_caption, tables_in_content
+    from canvas_core.tables import column_kinds, data_rows, typed_value
 
     facts = []
     for table in tables_in_content(body, caption=name)[:MAX_TABLES]:
@@ -268,7 +260,8 @@ def _table_facts(body: str, name: str, described: set[str]) -> list[str]:
 def _by_label(rows: list[list[str]], label: int, column: int, sums: bool) -> list[tuple[str, float]]:
     """(label, figure) per distinct label: rows that share a label add up (or average, for a measure that does
     not add up), so a category's figure is the category's."""
-    from canvas_core.render.structure import plain, typed_value
+    from canvas_core.render.structure import plain
+    from canvas_core.tables import typed_value
 
     found: dict[str, list[float]] = {}
     for row in rows:

@@ -9,7 +9,8 @@ import textwrap
 from PIL import Image, ImageDraw, ImageFont
 
 from canvas_core.render import RenderCheckError
-from canvas_core.render.structure import Table, chart_columns, column_kinds, data_rows, plain, typed_value
+from canvas_core.render.structure import chart_columns, plain
+from canvas_core.tables import Table, column_kinds, data_rows, typed_value
 
 CONTENT_TYPE = "image/png"
 WIDTH, HEIGHT = 1600, 900

@@ -23,13 +23,11 @@ from canvas_core.render.structure import (
     MemoHeader,
     Paragraph,
     Section,
-    Table,
-    column_kinds,
-    has_total_row,
     long_date,
     plain,
     spans,
 )
+from canvas_core.tables import Table, column_kinds, has_total_row
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 MAX_TABLE_ROWS = 100  # a longer table belongs in a spreadsheet; the report shows its head and says so

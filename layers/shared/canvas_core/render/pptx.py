@@ -27,17 +27,14 @@ from canvas_core.render.structure import (
     Deliverable,
     Figure,
     Paragraph,
-    Table,
     chart_columns,
-    column_kinds,
-    data_rows,
     long_date,
     plain,
     reference_text,
     sentences,
     spans,
-    typed_value,
 )
+from canvas_core.tables import Table, column_kinds, data_rows, typed_value
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 
@@ -162,7 +159,7 @@ def plan_slides(deck: Deliverable, max_slides: int | None = None) -> list[SlideS
         if not groups and not visuals and section.title:
             slides.append(SlideSpec(title=section.title, divider=True))
     slides += [SlideSpec(title=plain(f.caption) or "Figure", figure=f) for f in deck.figures]
-    if counted:
+    if max_slides is not None:
         slides = _fit(slides, max(1, max_slides))
     for slide in slides:
         slide.notes = _notes(slide, deck)

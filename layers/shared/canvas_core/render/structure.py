@@ -1,22 +1,30 @@
 """The plain data every renderer works from, and how block content becomes it.
 
 Blocks hand each other markdown-ish text. `parse_markdown` turns it into a `Deliverable`: a title, sections of
-paragraphs, bullet lists and tables, and the references cited as [n]. `tables_in_content` finds tables in an
-input (pipe tables, CSV from a .csv file, JSON rows), `typed_value` reads a cell as the number, percentage,
-amount or date it says, and `column_kinds` / `summable_columns` / `chart_columns` say what a table's columns
-hold, so that every format renders the same data the same way. Standard library only.
+paragraphs, bullet lists and tables (`canvas_core.tables.Table`), and the references cited as [n].
+`tables_in_content` finds tables in an input (pipe tables, CSV from a .csv file, JSON rows), and
+`summable_columns` / `chart_columns` say which columns a total row adds up and a chart draws, from what each
+column holds (`canvas_core.tables.column_kinds`), so that every format renders the same data the same way.
+Standard library only.
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import json
 import re
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+
+from canvas_core.tables import (
+    SEPARATOR,
+    Table,
+    column_kinds,
+    data_rows,
+    has_total_row,
+    split_row,
+    table_from_delimited_text,
+    table_from_json_rows,
+)
 
 # ---- the data ------------------------------------------------------------------------------------------------
 
@@ -33,17 +41,6 @@ class Paragraph:
 class BulletList:
     items: list[str]
     ordered: bool = False
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    caption: str = ""
-    sum_columns: list[int] | None = None  # the columns to total, when the table says so itself
-
-    def same_data(self, other: Table) -> bool:
-        return [plain(h) for h in self.headers] == [plain(h) for h in other.headers] and self.rows[:1] == other.rows[:1]
 
 
 Block = Paragraph | BulletList | Table
@@ -110,7 +107,6 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _BOLD_LINE = re.compile(r"^\*\*([^*]{1,100}?)\*\*:?\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+•])\s+(.*)$")
 _ORDERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.*)$")
-_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _RULE = re.compile(r"^([-*_])(\s*\1){2,}$")  # a horizontal rule: a break, not content
 _TABLE_FRAGMENT = re.compile(r"^\|.*\|(\s*\[\d{1,3}\])*\.?$")
@@ -138,9 +134,11 @@ def parse_markdown(text: str, title: str = "") -> Deliverable:
         if _TABLE_FRAGMENT.match(item.strip()):
             return  # a table row outside a table is noise, not a point
         blocks = sections[-1].blocks
-        if not (blocks and isinstance(blocks[-1], BulletList) and blocks[-1].ordered == ordered):
-            blocks.append(BulletList(items=[], ordered=ordered))
-        blocks[-1].items.append(item.strip())
+        last = blocks[-1] if blocks else None
+        if not (isinstance(last, BulletList) and last.ordered == ordered):
+            last = BulletList(items=[], ordered=ordered)
+            blocks.append(last)
+        last.items.append(item.strip())
 
     i = 0
     while i < len(lines):
@@ -165,12 +163,12 @@ def parse_markdown(text: str, title: str = "") -> Deliverable:
         elif bold := _BOLD_LINE.match(stripped):
             flush()
             sections.append(Section(title=bold.group(1).strip().rstrip(":"), level=4))
-        elif "|" in stripped and i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]) and "|" in lines[i + 1]:
+        elif "|" in stripped and i + 1 < len(lines) and SEPARATOR.match(lines[i + 1]) and "|" in lines[i + 1]:
             flush()
-            rows = [_cells(line)]
+            rows = [split_row(line)]
             i += 2
             while i < len(lines) and "|" in lines[i] and lines[i].strip():
-                rows.append(_cells(lines[i]))
+                rows.append(split_row(lines[i]))
                 i += 1
             sections[-1].blocks.append(_table(rows))
             continue
@@ -178,8 +176,8 @@ def parse_markdown(text: str, title: str = "") -> Deliverable:
             flush()
             rows = []
             while i < len(lines) and lines[i].strip().startswith("|"):
-                if not _SEPARATOR.match(lines[i]):
-                    rows.append(_cells(lines[i]))
+                if not SEPARATOR.match(lines[i]):
+                    rows.append(split_row(lines[i]))
                 i += 1
             sections[-1].blocks.append(_table(rows))
             continue
@@ -207,13 +205,6 @@ def _is_table_start(lines: list[str], i: int) -> bool:
     return i + 1 < len(lines) and lines[i + 1].strip().startswith("|")
 
 
-def _cells(line: str) -> list[str]:
-    body = line.strip()
-    body = body[1:] if body.startswith("|") else body
-    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
-    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", body)]
-
-
 def _table(rows: list[list[str]]) -> Table:
     headers = rows[0]
     width = len(headers)
@@ -239,12 +230,13 @@ def extract_fields(deliverable: Deliverable, names: tuple[str, ...]) -> dict[str
             break
         kept: list[Block] = []
         for block in section.blocks:
-            labels = list(label.finditer(block.text)) if isinstance(block, Paragraph) and not block.code else []
+            text = block.text if isinstance(block, Paragraph) and not block.code else ""
+            labels = list(label.finditer(text))
             if not labels or labels[0].start() != 0:
                 kept.append(block)
                 continue
             for this, following in zip(labels, [*labels[1:], None], strict=True):
-                value = block.text[this.end() : following.start() if following else None]
+                value = text[this.end() : following.start() if following else None]
                 found.setdefault(this.group(1).lower(), plain(value).strip())
         section.blocks = kept
     deliverable.sections = [s for s in deliverable.sections if s.blocks or s.title]
@@ -260,118 +252,13 @@ def tables_in_content(text: str, caption: str = "", csv_text: bool = False) -> l
     parsed = parse_markdown(text)
     found = [(b, s.title) for s in parsed.sections for b in s.blocks if isinstance(b, Table)]
     if not found:
-        found = [(t, "") for t in (_json_table(text), _csv_table(text) if csv_text else None) if t]
+        read = (table_from_json_rows(text), table_from_delimited_text(text) if csv_text else None)
+        found = [(t, "") for t in read if t]
     tables = []
     for n, (table, heading) in enumerate(found, start=1):
         table.caption = table.caption or heading or (caption if len(found) == 1 else f"{caption} ({n})")
         tables.append(table)
     return tables
-
-
-def _json_table(text: str) -> Table | None:
-    stripped = (text or "").strip()
-    if not stripped.startswith("["):
-        return None
-    try:
-        rows = json.loads(stripped)
-    except json.JSONDecodeError:
-        return None
-    if not rows or not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        return None
-    headers = list(dict.fromkeys(k for r in rows for k in r))
-    return Table(headers=[str(h) for h in headers], rows=[[_cell_text(r.get(h)) for h in headers] for r in rows])
-
-
-def _cell_text(value: object) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def _csv_table(text: str) -> Table | None:
-    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
-    if len(lines) < 2:
-        return None
-    delimiter = next((d for d in ("\t", ",", ";") if d in lines[0]), None)
-    if delimiter is None:
-        return None
-    rows = list(csv.reader(lines, delimiter=delimiter))
-    width = len(rows[0])
-    if width < 2 or sum(len(r) == width for r in rows) < 0.9 * len(rows):
-        return None
-    return Table(
-        headers=[h.strip() for h in rows[0]], rows=[[c.strip() for c in (r + [""] * width)[:width]] for r in rows[1:]]
-    )
-
-
-# ---- typed cells ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Typed:
-    """A cell as what it says: `kind` is empty, int, float, percent, currency, date, datetime or text."""
-
-    value: object
-    kind: str
-    symbol: str = ""
-
-
-_NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
-_PLAIN_NUMBER = re.compile(rf"^(?P<sign>[-+\u2212]?)(?P<n>{_NUMBER})$")
-_PERCENT = re.compile(rf"^(?P<sign>[-+\u2212]?)(?P<n>{_NUMBER})\s?%$")
-_CURRENCY = re.compile(
-    r"^(?P<sign>[-+\u2212]?)(?P<sym>[$€£¥])\s?(?P<rest>[-\u2212]?[\d.].*)$|^(?P<rest2>[-+\u2212]?[\d.].*?)\s?(?P<sym2>[€£])$"
-)
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?$")
-_DATE_FORMATS = ("%Y/%m/%d", "%d %b %Y", "%d %B %Y", "%b %d, %Y", "%B %d, %Y", "%b %d %Y", "%B %d %Y")
-# strptime is slow: only text shaped like one of the formats above is tried with them.
-_DATE_SHAPE = re.compile(r"^(\d{4}/\d{1,2}/\d{1,2}|\d{1,2} [A-Za-z]{3,9} \d{4}|[A-Za-z]{3,9} \d{1,2},? \d{4})$")
-MAX_EXACT_DIGITS = 15  # beyond this a spreadsheet number loses digits: keep such values (ids, phone numbers) as text
-
-
-@lru_cache(maxsize=8192)
-def typed_value(text: str) -> Typed:
-    s = (text or "").strip()
-    if not s:
-        return Typed(None, "empty")
-    negative_parens = s.startswith("(") and s.endswith(")")
-    core = s[1:-1].strip() if negative_parens else s
-    if m := _PERCENT.match(core):
-        return Typed(_signed(m.group("sign"), m.group("n"), negative_parens) / 100, "percent")
-    if (m := _CURRENCY.match(core)) and (amount := _PLAIN_NUMBER.match(m.group("rest") or m.group("rest2"))):
-        value = _signed(amount.group("sign"), amount.group("n"), negative_parens)
-        return Typed(
-            -value if m.group("sign") in ("-", "\u2212") else value, "currency", m.group("sym") or m.group("sym2")
-        )
-    if m := _PLAIN_NUMBER.match(core):
-        digits = m.group("n").replace(",", "")
-        if (len(digits) > 1 and digits[0] == "0" and digits[1] != ".") or len(
-            digits.replace(".", "")
-        ) > MAX_EXACT_DIGITS:
-            return Typed(s, "text")  # leading zeros or too many digits: an identifier, not a quantity
-        value = _signed(m.group("sign"), m.group("n"), negative_parens)
-        return Typed(int(value), "int") if "." not in digits else Typed(value, "float")
-    if negative_parens:
-        return Typed(s, "text")
-    if _ISO_DATE.match(s):
-        try:
-            parsed = dt.datetime.fromisoformat(s)
-        except ValueError:
-            return Typed(s, "text")
-        return Typed(parsed.date(), "date") if len(s) == 10 else Typed(parsed, "datetime")
-    if not _DATE_SHAPE.match(s):
-        return Typed(s, "text")
-    for fmt in _DATE_FORMATS:
-        try:
-            return Typed(dt.datetime.strptime(s, fmt).date(), "date")
-        except ValueError:
-            continue
-    return Typed(s, "text")
-
-
-def _signed(sign: str, number: str, negative_parens: bool) -> float:
-    value = float(number.replace(",", ""))
-    return -value if sign in ("-", "\u2212") or negative_parens else value
 
 
 _NOT_SUMMABLE = re.compile(
@@ -380,47 +267,6 @@ _NOT_SUMMABLE = re.compile(
     r"|duration|speed|latitude|longitude|lat|lon|identifier|uuid|zipcode|postcode|version)\b",
     re.IGNORECASE,
 )
-_TOTAL_ROW = re.compile(r"^\W*(grand\s+)?totals?\b", re.IGNORECASE)
-
-
-def column_kinds(table: Table) -> list[str]:
-    """What each column holds: number, currency, percent, year, date or text (ignoring a total row)."""
-    rows = data_rows(table)
-    kinds = []
-    for c, header in enumerate(table.headers):
-        cells = [typed_value(r[c]) for r in rows if c < len(r)]
-        seen = {t.kind for t in cells if t.kind != "empty"}
-        if not seen:
-            kinds.append("text")
-        elif seen <= {"int"} and _looks_like_years(header, [t.value for t in cells if t.kind == "int"], c):
-            kinds.append("year")
-        elif seen <= {"int", "float"}:
-            kinds.append("number")
-        elif seen <= {"currency", "int", "float"} and "currency" in seen:
-            kinds.append("currency")
-        elif seen == {"percent"}:
-            kinds.append("percent")
-        elif seen <= {"date", "datetime"}:
-            kinds.append("date")
-        else:
-            kinds.append("text")
-    return kinds
-
-
-def _looks_like_years(header: str, values: list[object], column: int) -> bool:
-    in_range = all(1800 <= int(v) <= 2100 for v in values)  # type: ignore[call-overload]
-    return in_range and (column == 0 or bool(re.search(r"\b(year|fy)\b", header, re.IGNORECASE)))
-
-
-def data_rows(table: Table) -> list[list[str]]:
-    """The rows without a closing total row."""
-    if table.rows and _TOTAL_ROW.match(table.rows[-1][0] if table.rows[-1] else ""):
-        return table.rows[:-1]
-    return table.rows
-
-
-def has_total_row(table: Table) -> bool:
-    return len(data_rows(table)) != len(table.rows)
 
 
 def summable_columns(table: Table, kinds: list[str] | None = None) -> list[int]:
@@ -435,6 +281,11 @@ def summable_columns(table: Table, kinds: list[str] | None = None) -> list[int]:
         for c, kind in enumerate(kinds or column_kinds(table))
         if kind in ("number", "currency") and adds_up(table.headers[c])
     ]
+
+
+def same_data(table: Table, other: Table) -> bool:
+    """Whether two tables are one: the same headers (markup aside) and first row."""
+    return [plain(h) for h in table.headers] == [plain(h) for h in other.headers] and table.rows[:1] == other.rows[:1]
 
 
 def adds_up(header: str) -> bool:
@@ -618,18 +469,3 @@ def reference_text(reference: Reference) -> str:
     if reference.url and reference.url != reference.title:
         parts.append(reference.url)
     return ". ".join(p.rstrip(".") for p in parts if p)
-
-
-def iter_text(deliverable: Deliverable) -> Iterator[str]:
-    """Every piece of text a deliverable shows, in order (titles, paragraphs, items, cells)."""
-    yield deliverable.title
-    for section in deliverable.sections:
-        yield section.title
-        for block in section.blocks:
-            if isinstance(block, Paragraph):
-                yield block.text
-            elif isinstance(block, BulletList):
-                yield from block.items
-            else:
-                yield from block.headers
-                yield from (c for r in block.rows for c in r)

@@ -19,15 +19,8 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 from canvas_core.render import RenderCheckError
-from canvas_core.render.structure import (
-    Reference,
-    Table,
-    column_kinds,
-    plain,
-    safe_url,
-    summable_columns,
-    typed_value,
-)
+from canvas_core.render.structure import Reference, plain, safe_url, summable_columns
+from canvas_core.tables import Table, column_kinds, typed_value
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -174,7 +167,7 @@ def _write_sources(sheet: Worksheet, references: list[Reference]) -> None:
         sheet.append([None, "No sources were used for this workbook."])
     for n, reference in enumerate(references, start=1):
         url = safe_url(reference.url)
-        link: object = None
+        link = None
         if url:
             link = WriteOnlyCell(sheet, value=url)
             link.hyperlink = url
