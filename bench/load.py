@@ -29,7 +29,6 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlencode
 
@@ -176,9 +175,7 @@ class Server:
             self.stop()
             raise
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def start(self) -> Self:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 import logging
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +35,10 @@ def figures_only(log_path: Path) -> Iterator[Path]:
     def print_figure(*values: Any, file: Any = None, **options: Any) -> None:
         builtin_print(*values, file=figures if file is None else file, **options)
 
+    # Powertools writes embedded metrics with `print`, which is the figures' own here: the code under test counts
+    # nothing while the benchmarks run.
+    metrics_disabled = os.environ.get("POWERTOOLS_METRICS_DISABLED")
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("a", encoding="utf-8", buffering=1) as log:
         # Records of loggers without a handler of their own (moto's, werkzeug's) would otherwise reach stderr.
@@ -47,3 +52,7 @@ def figures_only(log_path: Path) -> Iterator[Path]:
         finally:
             sys.stdout, builtins.print = figures, builtin_print
             root.removeHandler(handler)
+            if metrics_disabled is None:
+                os.environ.pop("POWERTOOLS_METRICS_DISABLED", None)
+            else:
+                os.environ["POWERTOOLS_METRICS_DISABLED"] = metrics_disabled

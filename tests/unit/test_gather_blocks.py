@@ -356,7 +356,7 @@ def test_web_research_reads_results_and_notes_each_source(monkeypatch):
             "https://site2.example/a": page(2, "Crabs shelter under rocks during the day."),
         }
     )
-    monkeypatch.setattr("canvas_core.gather.research.get_search_provider", lambda settings: search)
+    monkeypatch.setattr("canvas_core.blocks.research.get_search_provider", lambda settings: search)
     monkeypatch.setattr(web_research, "Fetcher", fetcher)
     model = ScriptedModel(lambda p: '["tide pool animals", "tide pool ecology"]' if "JSON array" in p else "- noted")
     ctx = context("web-research-block", provider=model)
@@ -393,7 +393,7 @@ def test_web_research_without_a_search_provider_says_so(monkeypatch):
 def test_web_research_search_failures(monkeypatch, failure, raised, message):
     from canvas_core.blocks import web_research
 
-    monkeypatch.setattr("canvas_core.gather.research.get_search_provider", lambda settings: StubSearch(failure))
+    monkeypatch.setattr("canvas_core.blocks.research.get_search_provider", lambda settings: StubSearch(failure))
     with pytest.raises(raised, match=message):
         web_research.run(context("web-research-block"))
 
@@ -420,7 +420,7 @@ def test_deep_research_goes_round_by_round_and_reports_with_citations(monkeypatc
             "https://site2.example/a": page(2, "Crabs hide under rocks."),
         }
     )
-    monkeypatch.setattr("canvas_core.gather.research.get_search_provider", lambda settings: search)
+    monkeypatch.setattr("canvas_core.blocks.research.get_search_provider", lambda settings: search)
     monkeypatch.setattr(deep_research, "Fetcher", fetcher)
     decisions = iter(['{"continue": true, "queries": ["tide pool crabs"]}', '{"continue": false}'])
 
@@ -456,7 +456,7 @@ def test_deep_research_stops_at_its_budget(monkeypatch):
     fetcher = StubFetcher(
         {f"https://site{i}.example/a": page(i, f"Fact number {i} about pools.") for i in range(1, 100)}
     )
-    monkeypatch.setattr("canvas_core.gather.research.get_search_provider", lambda settings: search)
+    monkeypatch.setattr("canvas_core.blocks.research.get_search_provider", lambda settings: search)
     monkeypatch.setattr(deep_research, "Fetcher", fetcher)
     monkeypatch.setenv("DEEP_RESEARCH_MAX_STEPS", "3")
     always_more = ScriptedModel(

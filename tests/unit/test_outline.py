@@ -1,18 +1,13 @@
-"""canvas_core/agents/outline.py: the skeleton a request asks for (its parts, how many slides, what it
-compares, whom a memo is for) and a title that is not the prompt cut short."""
+"""canvas_core/agents/outline.py (and the outline's text in prompt_format.py): the skeleton a request asks for
+(its parts, how many slides, what it compares, whom a memo is for) and a title that is not the prompt cut
+short."""
 
 from __future__ import annotations
 
 import pytest
 
-from canvas_core.agents.outline import (
-    generic_parts,
-    outline_in,
-    outline_text,
-    read_request,
-    title_for,
-    without_outline,
-)
+from canvas_core.agents.outline import generic_parts, read_request, title_for
+from canvas_core.prompt_format import outline_in, outline_text, without_outline
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from canvas_core.agents.catalog import DELIVER, TEMPLATE_DELIVERABLE
+from canvas_core.agents.catalog import DELIVERABLE_TITLES, TEMPLATE_DELIVERABLE
 from canvas_core.agents.personas import PERSONAS
 from canvas_core.blocks.context import Usage
 from canvas_core.models.catalog import TEMPLATE_BLOCKS, BlockType, TaskType, Template
@@ -68,7 +68,7 @@ def assert_well_formed(plan: Plan, run: RunItem) -> None:
     # no loose ends: what nothing reads is the answer or a deliverable
     read = {e.source_id for e in plan.edges}
     sinks = {n.type for n in nodes if n.block_id not in read}
-    assert sinks <= {"text-block"} | {b.value for b in DELIVER}, sinks
+    assert sinks <= {"text-block"} | {b.value for b in DELIVERABLE_TITLES}, sinks
     assert len(nodes) <= MAX_BLOCKS
     parent, *personas = plan.tasks
     assert parent.task_type == TaskType.PARENT and parent.task_id == parent_task_id(run.canvas_id)
@@ -477,7 +477,7 @@ def test_an_image_asked_for_reads_the_tables_and_a_landing_page_uses_the_uploade
 
 
 def test_the_deliverable_is_told_its_outline():
-    from canvas_core.agents.outline import outline_in
+    from canvas_core.prompt_format import outline_in
 
     run = make_run(prompt="Make a deck of five slides comparing solar, wind and hydro power", template="slides")
     deck = plan_canvas(run, OfflineProvider()).nodes[-1]

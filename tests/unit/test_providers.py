@@ -376,7 +376,7 @@ def test_offline_cites_every_source_of_its_material_and_each_page_of_a_pdf():
 
 
 def test_offline_writes_a_section_per_outline_item_from_the_material_bearing_on_it():
-    from canvas_core.agents.outline import NOT_COVERED, outline_text
+    from canvas_core.prompt_format import NOT_COVERED, outline_text
 
     # Given a deliverable's request with an outline, and material on two of its three items
     task = "Write a report.\n\n" + outline_text(["Summary", "Running costs", "Installation", "Emissions"])

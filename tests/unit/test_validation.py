@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from canvas_core.api.forms import FilePart, Form, body_bytes, parse_form
+from canvas_core.api.forms import body_bytes, parse_form
 from canvas_core.config import get_settings
 from canvas_core.errors import (
     BadRequestError,
@@ -14,6 +14,7 @@ from canvas_core.errors import (
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
 )
+from canvas_core.models.forms import FilePart, Form
 from canvas_core.validation import validate_create_request
 from tests.support import PNG_1X1, multipart
 

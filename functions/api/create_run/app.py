@@ -5,7 +5,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from canvas_core.api import caller_account, create_app, handle, ok
 from canvas_core.api.forms import body_bytes, parse_form
 from canvas_core.config import get_settings
-from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.runs import create_run_once
 from canvas_core.validation import validate_create_request
 
@@ -24,5 +24,6 @@ def post_run() -> dict:
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return handle(app, event, context)

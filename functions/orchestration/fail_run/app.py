@@ -3,11 +3,12 @@ failed, timed out or were aborted), keeping whatever its blocks finished."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.orchestration import fail_run
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.EVENT_BRIDGE, clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return fail_run(event)

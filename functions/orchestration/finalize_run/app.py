@@ -2,11 +2,12 @@
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, tracer
+from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, metrics, tracer
 from canvas_core.orchestration import finalize_run
 
 
 @logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return finalize_run(event["run_id"])

@@ -26,10 +26,10 @@ def content_fields(content: str, account_id: str, run_id: str, block_id: str, fi
 
 def with_full_content(nodes: list[NodeItem], files: ArtifactStore | None = None) -> list[NodeItem]:
     """The nodes, each with its whole content (read from S3 for those that spilled)."""
-    spilled = [n for n in nodes if n.content_key]
+    spilled = [(n, n.content_key) for n in nodes if n.content_key]
     if not spilled:
         return nodes
     files = files or ArtifactStore()
-    for node in spilled:
-        node.content = files.get(node.content_key).decode("utf-8")
+    for node, key in spilled:
+        node.content = files.get(key).decode("utf-8")
     return nodes

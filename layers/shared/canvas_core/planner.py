@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from canvas_core.models.catalog import IMAGE_EXTENSIONS, BlockType, TaskStatus, TaskType
 from canvas_core.models.items import EdgeItem, NodeItem, RunItem, TaskItem
-from canvas_core.observability import logger
+from canvas_core.observability import count, logger, tracer
 
 if TYPE_CHECKING:
     from canvas_core.agents.checks import Checked, Constraint
@@ -44,11 +44,13 @@ class Plan:
     problems: list[str] = field(default_factory=list)
 
 
+@tracer.capture_method
 def plan_canvas(run: RunItem, provider: ModelProvider | None = None) -> Plan:
     from canvas_core.agents.checks import check_plan, constraint_for
     from canvas_core.agents.rules import rule_steps
     from canvas_core.providers import get_provider, provider_name
 
+    tracer.put_annotation("run_id", run.run_id)
     constraint = constraint_for(run.template, run.blocks, run.prompt)
     uploads = _upload_steps(run)
     provider = provider or get_provider()
@@ -65,6 +67,8 @@ def plan_canvas(run: RunItem, provider: ModelProvider | None = None) -> Plan:
     plan.method, plan.problems = method, checked.problems
     plan.models_used = list(dict.fromkeys(model for model, _, _ in calls))
     plan.credits = _credits(calls)
+    count("ModelInputTokens", sum(tokens for _, tokens, _ in calls), step="plan")
+    count("ModelOutputTokens", sum(tokens for _, _, tokens in calls), step="plan")
     logger.info(
         "Plan made",
         extra={"method": method, "blocks": len(plan.nodes), "problems": checked.problems, "credits": plan.credits},

@@ -22,7 +22,6 @@ from typing import Any
 
 MAX_ROWS = 1000
 MAX_COLUMNS = 50
-TYPES = ("integer", "number", "boolean", "date", "text")
 
 
 @dataclass

@@ -8,7 +8,6 @@ import json
 import zipfile
 from urllib.parse import urlparse
 
-from canvas_core.api.forms import FilePart, Form
 from canvas_core.config import Settings
 from canvas_core.errors import (
     BadRequestError,
@@ -19,6 +18,7 @@ from canvas_core.errors import (
 )
 from canvas_core.models.api import CreateRunRequest, UploadedFile
 from canvas_core.models.catalog import DOCUMENT_EXTENSIONS, IMAGE_EXTENSIONS, BlockType, Template
+from canvas_core.models.forms import FilePart, Form
 from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth, strip_control
 
 MAX_AGENT_INSTRUCTIONS_CHARS = 10_000

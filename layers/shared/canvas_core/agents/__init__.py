@@ -5,5 +5,6 @@
 - persona agents (`personas.py`: Researcher, Analyst, Writer, Reviewer, ...) own the blocks, one persona-task each;
 - tool calls (model calls, searches, page fetches) are the tool-call-tasks under them.
 
-`material.py` numbers the sources a block's inputs carry; `writer.py` is the Writer's synthesis of the answer.
+`material.py` numbers the sources a block's inputs carry; `writer.py` says what the Writer is asked for and
+builds the run's final answer. The text they share with the models is in `canvas_core/prompt_format.py`.
 """

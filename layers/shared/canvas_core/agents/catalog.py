@@ -1,5 +1,5 @@
-"""What the planner knows about block types: what each does (the planner prompt's catalogue), the stage it
-belongs to (gather, analyse, write, deliver), and the deliverable each template ends in."""
+"""What the planner knows about block types: what each does (the planner prompt's catalogue), the deliverable
+each template ends in, and each deliverable's title and duty."""
 
 from __future__ import annotations
 
@@ -26,8 +26,6 @@ BLOCK_GUIDE: dict[BlockType, str] = {
     B.PROTOTYPE: "builds a clickable prototype (.html) from its inputs",
     B.LANDING_PAGE: "builds a landing page (.html) from its inputs (copy, images)",
 }
-
-DELIVER = frozenset({B.DOCUMENT, B.PRESENTATION, B.MEMO, B.EXCEL, B.APP, B.PROTOTYPE, B.LANDING_PAGE})
 
 # The block a deliverable template's canvas ends in (the template table's "typical output").
 TEMPLATE_DELIVERABLE: dict[Template, BlockType] = {

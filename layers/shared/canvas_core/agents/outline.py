@@ -3,9 +3,9 @@ names: "on running costs, installation and emissions", "for venue, catering, mus
 slides or sections it asks for ("five slides"), what it compares ("heat pumps and gas boilers"), whom a memo
 is for ("to the harbour team"), and a title that is not the prompt cut short.
 
-The Planner writes the outline into the deliverable's instructions (`outline_text`); the deliverable block
-reads it back (`outline_in`), asks its writer for one section, slide or row group per item, and fills in any
-the writer left out. The offline provider writes one `## ` section per item from the material
+The Planner writes the outline into the deliverable's instructions (`outline_text` in prompt_format.py); the
+deliverable block reads it back (`outline_in`), asks its writer for one section, slide or row group per item,
+and fills in any the writer left out. The offline provider writes one `## ` section per item from the material
 (providers/offline.py), so without a model a deliverable is still the scaffold the request asked for.
 Standard library only.
 """
@@ -15,12 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-OUTLINE_HEADING = "Outline: one part per item, in this order."
-LENGTH_LINE = re.compile(r"^Length:\s*(\d{1,3})\s+slides?\.?\s*$", re.IGNORECASE | re.MULTILINE)
-NOT_COVERED = "The material does not cover this yet."
-NOTHING_YET = "No material was provided for this part yet."
-# Parts a writer fills with the material's best points when no named part claims them.
-GENERIC_PARTS = ("Summary", "Overview", "Background", "Key points", "Details", "Considerations", "Next steps")
+from canvas_core.prompt_format import GENERIC_PARTS
+
 MAX_ITEMS = 12
 MAX_COUNT = 40
 
@@ -221,48 +217,3 @@ def generic_parts(count: int) -> list[str]:
     body = (middle * (count // len(middle) + 1))[: count - 2]
     numbered = [f"{p} ({n})" if body.count(p) > 1 else p for n, p in enumerate(body, start=1)]
     return ["Overview", *numbered, "Next steps"]
-
-
-def is_generic(item: str) -> bool:
-    return re.sub(r"\s*\(\d+\)$", "", item) in GENERIC_PARTS
-
-
-def outline_text(items: list[str] | tuple[str, ...], count: int | None = None) -> str:
-    """The outline as it is written into a deliverable's instructions (and read back by `outline_in`)."""
-    lines = []
-    if items:
-        lines += [OUTLINE_HEADING, *(f"- {i}" for i in items)]
-    if count:
-        lines.append(f"Length: {count} slides.")
-    return "\n".join(lines)
-
-
-def outline_in(text: str) -> tuple[list[str], int | None]:
-    """The outline items and slide count written into instructions, if any."""
-    items: list[str] = []
-    lines = (text or "").splitlines()
-    for i, line in enumerate(lines):
-        if line.strip() == OUTLINE_HEADING:
-            for item in lines[i + 1 :]:
-                if not item.startswith("- "):
-                    break
-                items.append(item[2:].strip())
-            break
-    length = LENGTH_LINE.search(text or "")
-    return items, int(length.group(1)) if length else None
-
-
-def without_outline(text: str) -> str:
-    """Instructions without their outline lines (the request a deliverable was given)."""
-    lines, out, skipping = (text or "").splitlines(), [], False
-    for line in lines:
-        if line.strip() == OUTLINE_HEADING:
-            skipping = True
-            continue
-        if skipping and line.startswith("- "):
-            continue
-        skipping = False
-        if LENGTH_LINE.match(line.strip()):
-            continue
-        out.append(line)
-    return "\n".join(out).strip()

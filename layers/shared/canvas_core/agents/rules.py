@@ -11,14 +11,16 @@ such as "research", "table", "slides") add blocks where the constraint allows th
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from canvas_core.agents.catalog import DELIVERABLE_DUTIES, DELIVERABLE_TITLES
 from canvas_core.agents.checks import ANSWER_TITLE, WRITER_TASK, Constraint
-from canvas_core.agents.outline import outline_text, read_request
+from canvas_core.agents.outline import read_request
 from canvas_core.agents.schema import PlanStep
 from canvas_core.models.catalog import BlockType, Template
+from canvas_core.prompt_format import outline_text
 
 B = BlockType
 MAX_SUBTASKS = 6
@@ -120,7 +122,7 @@ def split_subtasks(prompt: str) -> list[str]:
 
 
 def rule_steps(
-    prompt: str, agent_instructions: str | None, constraint: Constraint, uploads: list[PlanStep] = ()
+    prompt: str, agent_instructions: str | None, constraint: Constraint, uploads: Sequence[PlanStep] = ()
 ) -> list[PlanStep]:
     """The steps to plan after `uploads` (the blocks made for uploaded files) for a prompt within a constraint."""
     signals = read_signals(prompt, agent_instructions)

@@ -1,7 +1,7 @@
 """The Writer: the answer to the prompt, synthesized from what the other blocks produced, citing their sources
 by number and ending with the numbered list of them.
 
-`write_answer` is the text-block's behaviour (one model call; extractive with the offline provider).
+The duties are what the text-block and prompt-block ask of their model (blocks/text.py, blocks/prompt.py).
 `final_output` is what Finalize Run reports: the Writer's answer when it completed, otherwise a summary of the
 blocks that finished, built without a model call (no cost, and nothing to fail at the last step).
 """
@@ -9,15 +9,11 @@ blocks that finished, built without a model call (no cost, and nothing to fail a
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from canvas_core.agents.material import compose, number_sources, sources_list, strip_sources_section
-from canvas_core.agents.personas import role_of, system_prompt
+from canvas_core.agents.material import number_sources, sources_list
 from canvas_core.models.catalog import BlockType
 from canvas_core.models.items import EdgeItem, NodeItem
-
-if TYPE_CHECKING:
-    from canvas_core.blocks.context import BlockContext, BlockOutput
+from canvas_core.providers.offline import NOTICE
 
 WRITER_DUTY = (
     "Write the answer from the material below. Cite it with the numbers of its sources in square brackets, "
@@ -29,37 +25,6 @@ ANALYST_DUTY = (
     "Work on your task from the material below, when there is some. Cite the material with the numbers of its "
     "sources in square brackets, e.g. [1], right after the claims they support; mark what you infer beyond it."
 )
-
-
-def write_answer(ctx: BlockContext) -> BlockOutput:
-    from canvas_core.blocks.context import BlockOutput
-
-    question = ctx.run.prompt.strip()
-    task = ctx.node.instructions or f"Write the answer to: {question}"
-    sources, sections = number_sources(ctx.inputs)
-    brief = f"Question: {question}\n\nYour task: {task}" if task.strip() != question else f"Question: {question}"
-    completion = ctx.complete(
-        compose(brief, sections, sources),
-        role=role_of(ctx.node.persona, "writer"),
-        system=system_prompt(ctx.node.persona or "Writer", ctx.run.agent_instructions, WRITER_DUTY),
-    )
-    body = strip_sources_section(completion.text.strip())
-    content = f"{body}\n\n{sources_list(sources)}".strip() if sources else body
-    return BlockOutput(content=content, sources=sources)
-
-
-def work_on_task(ctx: BlockContext, default_role: str = "researcher") -> BlockOutput:
-    """A persona's subtask over the block's inputs (prompt-block): one model call, its sources numbered."""
-    from canvas_core.blocks.context import BlockOutput
-
-    task = ctx.node.instructions or ctx.run.prompt
-    sources, sections = number_sources(ctx.inputs)
-    completion = ctx.complete(
-        compose(task, sections, sources),
-        role=role_of(ctx.node.persona, default_role),
-        system=system_prompt(ctx.node.persona, ctx.run.agent_instructions, ANALYST_DUTY),
-    )
-    return BlockOutput(content=completion.text.strip(), sources=sources)
 
 
 def final_output(completed: list[NodeItem], edges: list[EdgeItem], file_names: list[str] | None = None) -> str:
@@ -97,8 +62,6 @@ def _summary(nodes: list[NodeItem]) -> str:
 
 def _notice_once(text: str) -> str:
     """The offline provider's notice once, first, however many of the gathered outputs carry it."""
-    from canvas_core.providers.offline import NOTICE
-
     if text.count(NOTICE) < 2:
         return text
     return f"{NOTICE}\n\n" + re.sub(r"\n{3,}", "\n\n", text.replace(NOTICE + "\n", "").replace(NOTICE, "")).strip()

@@ -3,6 +3,7 @@ error becomes its status and a `{success: false, error}` body; anything unexpect
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
@@ -45,7 +46,7 @@ class Resolver(APIGatewayRestResolver):
         self._own_event = super()._to_proxy_event(event)
         return self._own_event
 
-    def resolve(self, event: dict, context: Any) -> dict[str, Any]:
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self._own_lambda_context = context
         return super().resolve(event, context)
 

@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from canvas_core.errors import BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError
-
-
-@dataclass
-class FilePart:
-    filename: str
-    content_type: str
-    data: bytes
-
-
-@dataclass
-class Form:
-    fields: dict[str, str] = field(default_factory=dict)
-    files: list[FilePart] = field(default_factory=list)
+from canvas_core.models.forms import FilePart, Form
 
 
 def body_bytes(body: str | None, is_base64: bool) -> bytes:

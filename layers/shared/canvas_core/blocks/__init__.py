@@ -8,7 +8,7 @@ from typing import Any
 
 from canvas_core.blocks.runner import run_block
 from canvas_core.models.blocks import BlockInput
-from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, tracer
+from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, metrics, tracer
 
 
 def make_block_handler(block_type: str) -> Callable[[dict, Any], dict]:
@@ -16,6 +16,7 @@ def make_block_handler(block_type: str) -> Callable[[dict, Any], dict]:
 
     @logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)
     @tracer.capture_lambda_handler
+    @metrics.log_metrics
     def handler(event: dict, context: Any) -> dict:
         return run_block(BlockInput.model_validate(event), expected_type=block_type).model_dump()
 

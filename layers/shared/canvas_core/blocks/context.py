@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from canvas_core.adapters.artifacts import ArtifactStore
+from canvas_core.agents.personas import system_prompt
 from canvas_core.clock import new_id
 from canvas_core.models.items import Artifact, NodeItem, RunItem, Source
 from canvas_core.providers.base import Completion, ModelProvider
@@ -51,8 +52,6 @@ class BlockContext:
 
     def system_prompt(self) -> str:
         """The block's persona (canvas_core/agents/personas.py) with the requester's `agent_instructions`."""
-        from canvas_core.agents.personas import system_prompt
-
         return system_prompt(self.node.persona, self.run.agent_instructions)
 
     def complete(self, prompt: str, role: str = "writer", system: str | None = None) -> Completion:

@@ -14,9 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.gather.fetch import Fetcher
-from canvas_core.gather.index import search_inputs
-from canvas_core.gather.research import (
+from canvas_core.blocks.research import (
     Note,
     json_value,
     key_terms,
@@ -28,6 +26,9 @@ from canvas_core.gather.research import (
     search_provider,
     task_of,
 )
+from canvas_core.errors import StorageError
+from canvas_core.gather.fetch import Fetcher
+from canvas_core.gather.index import Bm25Index, Chunk, Hit, index_key
 from canvas_core.gather.search import SearchProvider
 from canvas_core.gather.settings import GatherSettings, gather_settings
 
@@ -159,3 +160,17 @@ def _report(
     )
     content = f"# Deep research: {task}\n\n{report}\n\n## Sources\n{listed}\n\n## Method\n{method}"
     return BlockOutput(content=content, sources=[n.source() for n in notes] + ctx.input_sources())
+
+
+def search_inputs(ctx: BlockContext, query: str, k: int = 5) -> list[Hit]:
+    """BM25 over the chunks of every input file-block of this block (one index over all of them)."""
+    chunks: list[Chunk] = []
+    for node in ctx.inputs:
+        if node.type != "file-block":
+            continue
+        try:
+            data = ctx.files.get(index_key(ctx.run.account_id, ctx.run.run_id, node.block_id))
+        except StorageError:
+            continue  # a file-block from before indexes were kept, or one that failed
+        chunks += Bm25Index.from_json(data).chunks
+    return Bm25Index(chunks).search(query, k) if chunks else []

@@ -15,14 +15,15 @@ import re
 from collections.abc import Callable
 
 from canvas_core.agents.material import compose as compose_prompt
-from canvas_core.agents.material import is_internal, number_sources, strip_sources_section
-from canvas_core.agents.outline import NOT_COVERED, NOTHING_YET, Outline, outline_in, read_request, title_for
-from canvas_core.agents.outline import without_outline as _without_outline
+from canvas_core.agents.material import number_sources, strip_sources_section
+from canvas_core.agents.outline import Outline, read_request, title_for
 from canvas_core.agents.personas import role_of, system_prompt
 from canvas_core.blocks.context import BlockContext
 from canvas_core.errors import BlockFatalError, StorageError
 from canvas_core.models.catalog import IMAGE_EXTENSIONS
 from canvas_core.models.items import Artifact, NodeItem, Source
+from canvas_core.prompt_format import NOT_COVERED, NOTHING_YET, is_internal, outline_in, outline_text
+from canvas_core.prompt_format import without_outline as _without_outline
 from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import (
     BulletList,
@@ -79,8 +80,6 @@ def title(ctx: BlockContext) -> str:
 
 def outline_instructions(items: list[str] | tuple[str, ...], part: str) -> str:
     """How a writer is told the outline: one `## ` part per item, in order (`outline_in` reads it back)."""
-    from canvas_core.agents.outline import outline_text
-
     if not items:
         return ""
     return (
@@ -207,7 +206,7 @@ def _last_top(sections: list[Section]) -> int:
 
 
 def drop_internal(deliverable: Deliverable) -> None:
-    """Remove the lines blocks write for each other (agents/material.py INTERNAL_LINE) from a draft. A section
+    """Remove the lines blocks write for each other (prompt_format.py INTERNAL_LINE) from a draft. A section
     they alone filled goes too (offline scaffolding under "Summary"); a heading the writer left empty on purpose
     (a deck's section divider) stays."""
     emptied: list[Section] = []

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
-from canvas_core.agents.outline import NOT_COVERED, NOTHING_YET, Outline, shorten
+from canvas_core.agents.outline import Outline, shorten
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import CITE, compose, draft, outline, outline_instructions, sources, store
+from canvas_core.prompt_format import NOT_COVERED, NOTHING_YET
 from canvas_core.render import xlsx
 from canvas_core.render.structure import BulletList, Deliverable, Paragraph, block_markdown, plain, summable_columns
 from canvas_core.tables import Table
@@ -76,7 +77,7 @@ def _note(blocks: list) -> str:
 
 def _points_table(book: Deliverable) -> Table:
     """Without tabular data, the draft's points, one per row, so the workbook still holds the findings."""
-    rows = []
+    rows: list[list[object]] = []
     for section in book.sections:
         for block in section.blocks:
             items = (

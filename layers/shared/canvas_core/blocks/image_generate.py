@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from canvas_core.agents.material import is_internal
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import input_tables, request, sources, store, title
 from canvas_core.errors import BlockFatalError
+from canvas_core.prompt_format import is_internal
 from canvas_core.providers.base import Completion
 from canvas_core.providers.bedrock import BedrockImageModel
 from canvas_core.render import RenderCheckError

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from canvas_core.agents.outline import NOT_COVERED, NOTHING_YET
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import CITE, compose, draft, input_figures, sources, store
 from canvas_core.models.catalog import BlockType
+from canvas_core.prompt_format import NOT_COVERED, NOTHING_YET
 from canvas_core.providers.offline import NO_MATERIAL
 from canvas_core.render import RenderCheckError, html, html_check
 from canvas_core.render.structure import BulletList, Deliverable, Paragraph, plain, sentences, spans

@@ -5,8 +5,8 @@ lists already in the inputs are used."""
 from __future__ import annotations
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
+from canvas_core.blocks.research import task_of
 from canvas_core.errors import BlockFatalError
-from canvas_core.gather.research import task_of
 from canvas_core.tables import parse_list, render_list
 
 MAX_ITEMS = 200

@@ -1,11 +1,20 @@
 """prompt-block: a persona's subtask (the block's instructions) worked through over the block's inputs in one
-model call, citing the inputs' sources by number (`agents/writer.py`)."""
+model call, citing the inputs' sources by number (`agents/writer.py` says how)."""
 
 from __future__ import annotations
 
-from canvas_core.agents.writer import work_on_task
+from canvas_core.agents.material import compose, number_sources
+from canvas_core.agents.personas import role_of, system_prompt
+from canvas_core.agents.writer import ANALYST_DUTY
 from canvas_core.blocks.context import BlockContext, BlockOutput
 
 
 def run(ctx: BlockContext) -> BlockOutput:
-    return work_on_task(ctx, default_role="researcher")
+    task = ctx.node.instructions or ctx.run.prompt
+    sources, sections = number_sources(ctx.inputs)
+    completion = ctx.complete(
+        compose(task, sections, sources),
+        role=role_of(ctx.node.persona, "researcher"),
+        system=system_prompt(ctx.node.persona, ctx.run.agent_instructions, ANALYST_DUTY),
+    )
+    return BlockOutput(content=completion.text.strip(), sources=sources)

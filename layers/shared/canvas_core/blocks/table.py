@@ -10,9 +10,9 @@ the content names the types above the table (`Columns: name (text), revenue (num
 from __future__ import annotations
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
+from canvas_core.blocks.research import task_of
 from canvas_core.errors import BlockFatalError
 from canvas_core.gather.extract import ExtractionError, extract
-from canvas_core.gather.research import task_of
 from canvas_core.models.items import NodeItem
 from canvas_core.tables import (
     Table,

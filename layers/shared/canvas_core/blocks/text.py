@@ -1,11 +1,25 @@
 """text-block: the Writer. It synthesizes its inputs into the answer to the prompt (its instructions), citing
-their sources by number, and ends with the numbered list of sources (`agents/writer.py`)."""
+their sources by number, and ends with the numbered list of sources (`agents/writer.py` says how)."""
 
 from __future__ import annotations
 
-from canvas_core.agents.writer import write_answer
+from canvas_core.agents.material import compose, number_sources, sources_list, strip_sources_section
+from canvas_core.agents.personas import role_of, system_prompt
+from canvas_core.agents.writer import WRITER_DUTY
 from canvas_core.blocks.context import BlockContext, BlockOutput
 
 
 def run(ctx: BlockContext) -> BlockOutput:
-    return write_answer(ctx)
+    """One model call (extractive with the offline provider) over the inputs, their sources numbered."""
+    question = ctx.run.prompt.strip()
+    task = ctx.node.instructions or f"Write the answer to: {question}"
+    sources, sections = number_sources(ctx.inputs)
+    brief = f"Question: {question}\n\nYour task: {task}" if task.strip() != question else f"Question: {question}"
+    completion = ctx.complete(
+        compose(brief, sections, sources),
+        role=role_of(ctx.node.persona, "writer"),
+        system=system_prompt(ctx.node.persona or "Writer", ctx.run.agent_instructions, WRITER_DUTY),
+    )
+    body = strip_sources_section(completion.text.strip())
+    content = f"{body}\n\n{sources_list(sources)}".strip() if sources else body
+    return BlockOutput(content=content, sources=sources)

@@ -8,9 +8,9 @@ are read through the SSRF-guarded fetcher, and each source gets its notes under 
 from __future__ import annotations
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
+from canvas_core.blocks.research import plan_queries, read_results, render_notes, search, search_provider, task_of
 from canvas_core.errors import BlockFatalError
 from canvas_core.gather.fetch import Fetcher
-from canvas_core.gather.research import plan_queries, read_results, render_notes, search, search_provider, task_of
 from canvas_core.gather.settings import gather_settings
 
 

@@ -92,9 +92,9 @@ def _pdf(name: str, data: bytes) -> Extraction:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             try:
-                unlocked = reader.decrypt("")  # many PDFs are encrypted with an empty user password
+                unlocked = bool(reader.decrypt(""))  # many PDFs are encrypted with an empty user password
             except (DependencyError, NotImplementedError):
-                unlocked = 0
+                unlocked = False
             if not unlocked:
                 raise ExtractionError(f"{name} is encrypted (password-protected); upload an unencrypted copy")
         sections, notes = [], []

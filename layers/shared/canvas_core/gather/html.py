@@ -145,7 +145,7 @@ class _MainTextParser(HTMLParser):
 
 
 def _clean(text: str) -> str:
-    lines = []
+    lines: list[str] = []
     for raw in text.splitlines():
         line = re.sub(r"[ \t\u00a0]+", " ", raw).strip()
         if line in ("-", "#", "##", "###", "####", "#####", "######"):

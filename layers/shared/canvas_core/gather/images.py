@@ -65,7 +65,7 @@ def image_info(extension: str, data: bytes, name: str = "The image") -> ImageInf
             try:
                 exif = image.getexif()
             except Exception:  # EXIF is optional; a broken block of it does not make the image unreadable
-                exif = {}
+                exif = Image.Exif()
             for tag, label in EXIF_TAGS.items():
                 value = exif.get(tag)
                 if isinstance(value, str | bytes) and str(value).strip():

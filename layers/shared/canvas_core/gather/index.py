@@ -1,7 +1,7 @@
 """The search index of a canvas's files: each file-block's text cut into overlapping chunks that keep their
 citation (file name, page), scored with BM25 (k1 = 1.5, b = 0.75). A file-block stores its chunks in S3 with
 the run (`uploads/<account>/<run>/index/<block_id>.json`, expiring with the uploads); a downstream block
-searches the indexes of its input file-blocks with `search_inputs(ctx, query)`.
+searches the indexes of its input file-blocks (blocks/deep_research.py).
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from canvas_core.errors import StorageError
 from canvas_core.gather.extract import Section
 
 if TYPE_CHECKING:
     from canvas_core.adapters.artifacts import ArtifactStore
-    from canvas_core.blocks.context import BlockContext
 
 CHUNK_CHARS = 1200
 OVERLAP_CHARS = 200
@@ -118,17 +116,3 @@ def index_key(account_id: str, run_id: str, block_id: str) -> str:
 
 def save_index(files: ArtifactStore, key: str, index: Bm25Index) -> None:
     files.put(key, index.to_json(), "application/json")
-
-
-def search_inputs(ctx: BlockContext, query: str, k: int = 5) -> list[Hit]:
-    """BM25 over the chunks of every input file-block of this block (one index over all of them)."""
-    chunks: list[Chunk] = []
-    for node in ctx.inputs:
-        if node.type != "file-block":
-            continue
-        try:
-            data = ctx.files.get(index_key(ctx.run.account_id, ctx.run.run_id, node.block_id))
-        except StorageError:
-            continue  # a file-block from before indexes were kept, or one that failed
-        chunks += Bm25Index.from_json(data).chunks
-    return Bm25Index(chunks).search(query, k) if chunks else []

@@ -118,7 +118,12 @@ def get_search_provider(settings: GatherSettings | None = None, fetcher: Fetcher
     if name in ("brave", "tavily") and not settings.search_api_key:
         raise SearchError(f"SEARCH_PROVIDER is {name} but SEARCH_API_KEY is not set")
     fetcher = fetcher or Fetcher(settings, allow_private=True)
-    provider = {"searxng": SearxngSearch, "brave": BraveSearch, "tavily": TavilySearch}[name]
+    providers: dict[str, type[SearxngSearch | BraveSearch | TavilySearch]] = {
+        "searxng": SearxngSearch,
+        "brave": BraveSearch,
+        "tavily": TavilySearch,
+    }
+    provider = providers[name]
     return provider(settings.search_api_url, settings.search_api_key, fetcher)
 
 

@@ -24,6 +24,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, ReadTimeoutError
 
 from canvas_core.errors import BlockFatalError
+from canvas_core.observability import tracer
 from canvas_core.providers.base import Completion
 from canvas_core.providers.retry import TransientError, retry_backoff_seconds, with_retries
 from canvas_core.providers.roles import model_for_role
@@ -91,6 +92,7 @@ class BedrockProvider:
             return None
         return BedrockImageModel(model_id, self._runtime, self.attempts, self.backoff_seconds).generate_image
 
+    @tracer.capture_method
     def _converse(self, model_id: str, system: str, content: list[dict[str, Any]]) -> Completion:
         request: dict[str, Any] = {
             "modelId": model_id,

@@ -11,8 +11,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from canvas_core.agents.material import CITATION, LEGEND_MARK, MATERIAL_MARK, is_internal
-from canvas_core.agents.outline import NOT_COVERED, NOTHING_YET, is_generic, outline_in
+from canvas_core.observability import tracer
+from canvas_core.prompt_format import (
+    CITATION,
+    LEGEND_MARK,
+    MATERIAL_MARK,
+    NOT_COVERED,
+    NOTHING_YET,
+    is_generic,
+    is_internal,
+    outline_in,
+)
 from canvas_core.providers.base import Completion
 
 MODEL_ID = "offline/extractive-v1"
@@ -31,7 +40,7 @@ SCAFFOLDING = re.compile(
     re.IGNORECASE,
 )
 IMAGE_LINE = re.compile(r"^Image (?P<name>[^:\n]{1,200}): (?:PNG|JPEG|GIF|WEBP|SVG)\b", re.MULTILINE)
-UPLOADED_IMAGE = "is an image the requester provided"  # agents/material.py IMAGE_NAMED
+UPLOADED_IMAGE = "is an image the requester provided"  # prompt_format.py IMAGE_NAMED
 TABLE_ASKED = re.compile(r"\bmarkdown table\b", re.IGNORECASE)
 LIST_ASKED = re.compile(r"\bmarkdown list\b", re.IGNORECASE)
 # Words too common to say what a sentence is about.
@@ -57,6 +66,7 @@ class Point:
 class OfflineProvider:
     name = "offline"
 
+    @tracer.capture_method
     def complete(self, *, system: str, prompt: str, role: str) -> Completion:
         task, _, material = prompt.partition(MATERIAL_MARK)
         material, _, legend = material.partition(LEGEND_MARK)

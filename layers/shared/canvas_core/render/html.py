@@ -100,7 +100,7 @@ def json_island(element_id: str, data: object) -> str:
     return f'<script type="application/json" id="{element_id}">{payload}</script>'
 
 
-def blocks_html(blocks: list, heading_level: int = 3) -> str:
+def blocks_html(blocks: list) -> str:
     out = []
     for block in blocks:
         if isinstance(block, Paragraph):

@@ -193,9 +193,6 @@ class SheetView:
     name: str
     header: list[object]
     rows: list[list[object]]
-    formats: list[list[str]]
-    frozen: str | None
-    widths: dict[str, float]
 
 
 def check_xlsx(data: bytes, rows_per_sheet: int = 20) -> list[SheetView]:
@@ -223,9 +220,6 @@ def _views(book) -> list[SheetView]:
                 name=sheet.title,
                 header=[c.value for c in rows[0]] if rows else [],
                 rows=[[c.value for c in r] for r in rows[1:]],
-                formats=[[c.number_format for c in r] for r in rows[1:]],
-                frozen=sheet.freeze_panes,
-                widths={k: v.width for k, v in sheet.column_dimensions.items()},
             )
         )
     return views
@@ -242,9 +236,6 @@ def _streamed_views(data: bytes, rows_per_sheet: int) -> list[SheetView]:
                 name=sheet.title,
                 header=[c.value for c in rows[0]] if rows else [],
                 rows=[[c.value for c in r] for r in rows[1:]],
-                formats=[[getattr(c, "number_format", "General") for c in r] for r in rows[1:]],
-                frozen=None,
-                widths={},
             )
         )
     book.close()

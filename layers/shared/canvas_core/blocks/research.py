@@ -88,7 +88,7 @@ def key_terms(text: str, exclude: str = "", count: int = 3) -> list[str]:
     return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:count]]
 
 
-def json_value(text: str, kind: type) -> object | None:
+def json_value[T](text: str, kind: type[T]) -> T | None:
     """The first JSON value of `kind` in a model's answer (fenced or bare), or None."""
     decoder = json.JSONDecoder()
     opener = "[" if kind is list else "{"
@@ -124,7 +124,7 @@ def read_results(
 ) -> list[Note]:
     """Read up to `max_pages` results not seen before and take notes on each; a page that cannot be read
     is noted from its search snippet, with the reason."""
-    notes = []
+    notes: list[Note] = []
     for result in results:
         if len(notes) >= max_pages or not allowed():
             break

@@ -1,0 +1,111 @@
+"""Names vulture reports as unused that are used, by a framework, a library or the tests (`make vulture`).
+
+Route functions, exception handlers and pydantic validators are found by their decorators instead
+(`ignore_decorators` under [tool.vulture] in pyproject.toml), so a new route needs no line here.
+"""
+
+# ruff: noqa: B018
+from vulture.whitelist_utils import Whitelist
+
+_ = Whitelist()
+
+# pydantic: the model configuration, and fields that are only serialized (API bodies, stored items, the viewer).
+_.model_config
+_.max_webhook_endpoints
+_.max_blocks_per_run
+_.max_files_per_run
+_.credits_balance
+_.credits_used_this_month
+_.runs_this_month
+_.active_runs
+_.webhook_url
+_.poll_url
+_.tasks_completed
+_.tasks_total
+_.recoverable
+_.next_cursor
+_.not_completed
+_.pending_inputs
+_.deleted
+_.attempted
+_.node_width
+_.node_height
+
+# Standard library callbacks and settings, called or read by the base class: HTMLParser's handlers,
+# http.client's connect, http.server's request handlers and server options, WSGI's start_response.
+_.handle_data
+_.handle_decl
+_.handle_endtag
+_.handle_startendtag
+_.connect
+_.do_DELETE
+_.do_GET
+_.do_HEAD
+_.do_OPTIONS
+_.do_PATCH
+_.do_POST
+_.do_PUT
+_.log_message
+_.protocol_version
+_.close_connection
+_.daemon_threads
+_.request_queue_size
+_.multithread
+_.exc_info
+_.exc_type
+_.tb
+
+# python-docx, python-pptx and openpyxl: properties whose setters write the document.
+_.alignment
+_.rgb
+_.author
+_.creator
+_.space_after
+_.space_before
+_.line_spacing
+_.orientation
+_.left_indent
+_.first_line_indent
+_.slide_height
+_.word_wrap
+_.auto_size
+_.categories
+_.include_in_layout
+_.number_format_is_linked
+_.gap_width
+_.border
+_.quotePrefix
+_.number_format
+_.freeze_panes
+
+# Powertools: a Logger hook it calls, and the Lambda context attributes and cold-start flag it reads.
+_._get_logger
+_.invoked_function_arn
+_.function_version
+_.get_remaining_time_in_millis
+_.is_cold_start
+
+# moto: the signature of the Lambda seam the embedded stack replaces, and what patched functions expose.
+_.state_credentials
+_.__wrapped__
+_.all_items
+
+# Read by the tests: what the embedded stack and its Lambda runtime report, test seams of the moto patch, and
+# the event handler attributes the HTML check collects.
+_.invocations
+_.cold_starts
+_.of
+_.environments
+_.served_in_process
+_.s3_url
+_.lambdas_in_process
+_.service_lock
+_.backend_locks
+_.uninstall_caches
+_.handler_attributes
+
+# Unused outside the tests, in modules being reworked elsewhere now; to remove with that work.
+_.put_run  # adapters/store.py: the tests seed runs with it
+_.put_canvas  # adapters/store.py: the tests seed canvases with it
+_.model_provider  # config.py: Settings.model_provider is never read (MODEL_PROVIDER is read by providers/)
+_.unique_path  # canvas_local/client/downloads.py: only its unit test calls it
