@@ -2,16 +2,20 @@
 
 Each DAG's blocks sleep for known durations (bench/dags.py); the measured makespan runs from the first block's
 start to the last block's end. Beside it, the makespan a level-by-level schedule would need on the same DAG
-(computed), the orchestration overhead per block (a chain of zero-latency blocks) and the Step Functions state
-transitions per block (from the execution history; the AWS cost driver).
+(computed), by width band too; the orchestration overhead per block (chains of zero-latency blocks) and the Step
+Functions state transitions per block (from the execution history; the AWS cost driver): those of the blocks'
+own states per block, and the run's own states (plan, the maps, finalize) per run.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import statistics
 import time
+from pathlib import Path
+from typing import Any
 
 from bench.dags import Block, Dag, layered_random_dag, scripted
 from canvas_core.auth import authenticate
@@ -22,6 +26,10 @@ from canvas_local.stack import LocalStack
 SEED = 20261121
 RANDOM_DAGS = 30
 API_KEY = "sk_canvas_bench_makespan_key_000000000000"
+DEFINITION = Path(__file__).resolve().parent.parent / "statemachine" / "run_canvas.asl.json"
+# Canvases by their number of blocks: the ratio is reported per band, beside the level-by-level baseline.
+WIDTH_BANDS = ((1, 10), (11, 20), (21, 40))
+OVERHEAD_CHAINS = 3
 
 
 def suite() -> list[tuple[str, Dag]]:
@@ -49,8 +57,8 @@ class Runner:
         arn = stack.state_machine_arns["RunCanvasStateMachine"]
         self.execution_prefix = arn.replace(":stateMachine:", ":execution:")
 
-    def run(self, name: str, dag: Dag) -> tuple[float, int]:
-        """(makespan of the blocks in seconds, state transitions of the execution)."""
+    def run(self, name: str, dag: Dag) -> tuple[float, tuple[int, int]]:
+        """(makespan of the blocks in seconds, (state transitions of the blocks, of the run itself))."""
         with scripted({name: dag}) as script:
             created = create_run(CreateRunRequest(prompt=name, template="auto"), self.account_id)
             execution_arn = f"{self.execution_prefix}:{created.run_id}"
@@ -60,16 +68,41 @@ class Runner:
         makespan = max(script.finished.values()) - min(script.started.values())
         return makespan, self.transitions(execution_arn)
 
-    def transitions(self, execution_arn: str) -> int:
-        count, token = 0, None
+    def transitions(self, execution_arn: str) -> tuple[int, int]:
+        """States entered (`*StateEntered` events, what AWS bills): by the blocks' iterations, and by the run."""
+        block_states = states_inside_maps(json.loads(DEFINITION.read_text(encoding="utf-8")))
+        blocks, run, token = 0, 0, None
         while True:
             page = self.sfn.get_execution_history(
                 executionArn=execution_arn, maxResults=1000, **({"nextToken": token} if token else {})
             )
-            count += sum(1 for e in page["events"] if e["type"].endswith("StateEntered"))
+            for event in page["events"]:
+                if event["type"].endswith("StateEntered"):
+                    if event["stateEnteredEventDetails"]["name"] in block_states:
+                        blocks += 1
+                    else:
+                        run += 1
             token = page.get("nextToken")
             if not token:
-                return count
+                return blocks, run
+
+
+def states_inside_maps(scope: dict[str, Any], inside: bool = False) -> set[str]:
+    """Names of the states that run once per block: those of every Map's item processor."""
+    names: set[str] = set()
+    for name, state in scope.get("States", {}).items():
+        if inside:
+            names.add(name)
+        if state.get("Type") == "Map":
+            names |= states_inside_maps(state.get("ItemProcessor") or state.get("Iterator") or {}, True)
+        for branch in state.get("Branches", []):
+            names |= states_inside_maps(branch, inside)
+    return names
+
+
+def band_of(blocks: int) -> str:
+    low, high = next(b for b in WIDTH_BANDS if b[0] <= blocks <= b[1])
+    return f"{low}_{high}"
 
 
 def main() -> None:
@@ -78,29 +111,43 @@ def main() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     with LocalStack(api_keys=[API_KEY], parameter_overrides={"LogLevel": "WARNING"}) as stack:
         runner = Runner(stack)
-        measured, baseline, per_block_transitions = [], [], []
+        measured, baseline, block_transitions, run_transitions, all_transitions = [], [], [], [], []
+        bands: dict[str, list[tuple[float, float]]] = {band_of(high): [] for _, high in WIDTH_BANDS}
         started = time.monotonic()
         for name, dag in suite():
-            makespan, transitions = runner.run(name, dag)
+            makespan, (per_blocks, per_run) = runner.run(name, dag)
             critical = dag.critical_path()
-            measured.append(makespan / critical)
-            baseline.append(dag.level_by_level() / critical)
-            per_block_transitions.append(transitions / len(dag.blocks))
+            ratio, level = makespan / critical, dag.level_by_level() / critical
+            measured.append(ratio)
+            baseline.append(level)
+            block_transitions.append(per_blocks / len(dag.blocks))
+            run_transitions.append(per_run)
+            all_transitions.append((per_blocks + per_run) / len(dag.blocks))
+            bands[band_of(len(dag.blocks))].append((ratio, level))
             print(
                 f"  {name:<11} blocks={len(dag.blocks):>2} critical={critical:5.2f}s makespan={makespan:5.2f}s "
-                f"ratio={makespan / critical:.3f} level_by_level={dag.level_by_level() / critical:.3f} "
-                f"transitions/block={transitions / len(dag.blocks):.2f}",
+                f"ratio={ratio:.3f} level_by_level={level:.3f} transitions/block={per_blocks / len(dag.blocks):.2f}",
                 flush=True,
             )
         chain = Dag([Block(0.0) for _ in range(20)], [(i, i + 1) for i in range(19)])
-        overhead, _ = runner.run("zero-latency-chain", chain)
+        overheads = [
+            runner.run(f"zero-latency-chain-{i}", chain)[0] / len(chain.blocks) for i in range(OVERHEAD_CHAINS)
+        ]
     print(f"dags {len(measured)} (suite {time.monotonic() - started:.0f}s)")
     print(f"makespan_ratio_p50 {statistics.median(measured):.3f}")
     print(f"makespan_ratio_p95 {percentile(measured, 0.95):.3f}")
     print(f"level_by_level_ratio_p50 {statistics.median(baseline):.3f}")
     print(f"level_by_level_ratio_p95 {percentile(baseline, 0.95):.3f}")
-    print(f"orchestration_overhead_ms_per_block {overhead / len(chain.blocks) * 1000:.0f}")
-    print(f"state_transitions_per_block {statistics.mean(per_block_transitions):.2f}")
+    for band, pairs in bands.items():
+        if pairs:
+            print(
+                f"makespan_ratio_p50_blocks_{band} {statistics.median(r for r, _ in pairs):.3f} "
+                f"(level_by_level {statistics.median(b for _, b in pairs):.3f}, {len(pairs)} dags)"
+            )
+    print(f"orchestration_overhead_ms_per_block {statistics.median(overheads) * 1000:.0f}")
+    print(f"state_transitions_per_block {statistics.mean(block_transitions):.2f}")
+    print(f"state_transitions_per_run {statistics.mean(run_transitions):.2f}")
+    print(f"state_transitions_all_per_block {statistics.mean(all_transitions):.2f}")
 
 
 if __name__ == "__main__":

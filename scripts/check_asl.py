@@ -52,9 +52,11 @@ CfnLoader.add_multi_constructor("!", _construct_cfn_tag)
 
 
 def load_template(path: Path) -> dict[str, Any]:
-    """Reads a CloudFormation/SAM template, short tags included."""
+    """Reads a CloudFormation/SAM template, short tags included, its Fn::ForEach loops expanded."""
+    from canvas_local.template import expand_for_each
+
     with path.open(encoding="utf-8") as stream:
-        return yaml.load(stream, Loader=CfnLoader)
+        return expand_for_each(yaml.load(stream, Loader=CfnLoader))
 
 
 def state_machines(template: dict[str, Any], template_dir: Path) -> dict[Path, tuple[str, dict[str, Any]]]:
@@ -160,15 +162,29 @@ def check_definition(definition: Any, substitutions: dict[str, Any] | None, wher
     return problems
 
 
-def _referenced_resource(value: Any) -> str | None:
-    if isinstance(value, dict) and len(value) == 1:
-        ((key, argument),) = value.items()
-        if key == "Ref" and isinstance(argument, str):
-            return argument
-        if key == "Fn::GetAtt":
-            parts = argument.split(".", 1) if isinstance(argument, str) else argument
-            return parts[0] if parts else None
-    return None
+def _referenced_resources(value: Any) -> list[str]:
+    """Resources a substitution's value names: `!Ref`, `!GetAtt`, and `${X.Attr}` in `!Sub`, at any depth (a map
+    of block types to functions is a `!Join` of `!Sub`s)."""
+    found: list[str] = []
+    if isinstance(value, list):
+        for item in value:
+            found.extend(_referenced_resources(item))
+    elif isinstance(value, dict):
+        for key, argument in value.items():
+            if key == "Ref" and isinstance(argument, str) and not argument.startswith("AWS::"):
+                found.append(argument)
+            elif key == "Fn::GetAtt":
+                parts = argument.split(".", 1) if isinstance(argument, str) else argument
+                if parts and isinstance(parts[0], str):
+                    found.append(parts[0])
+            elif key == "Fn::Sub":
+                text = argument if isinstance(argument, str) else argument[0]
+                found.extend(name.split(".", 1)[0] for name in PLACEHOLDER.findall(text) if "." in name)
+                if not isinstance(argument, str):
+                    found.extend(_referenced_resources(argument[1:]))
+            else:
+                found.extend(_referenced_resources(argument))
+    return found
 
 
 def check_repository(template_path: Path, definitions: list[Path]) -> list[str]:
@@ -197,10 +213,11 @@ def check_repository(template_path: Path, definitions: list[Path]) -> list[str]:
             continue
         logical_id, substitutions = machine
         problems.extend(check_definition(definition, substitutions, where))
+        parameters = template.get("Parameters") or {}
         for name, value in substitutions.items():
-            target = _referenced_resource(value)
-            if target is not None and target not in resources:
-                problems.append(f"{logical_id}: substitution {name} refers to unknown resource {target}")
+            for target in _referenced_resources(value):
+                if target not in resources and target not in parameters:
+                    problems.append(f"{logical_id}: substitution {name} refers to unknown resource {target}")
 
     for path, (logical_id, _) in machines.items():
         if not path.is_file():

@@ -22,9 +22,10 @@ ACCOUNT_ID = "123456789012"
 
 Handler = Callable[[Any, Any], Any]
 
-# Environments per function unless the template reserves a concurrency (Lambda's account default is 1000;
-# one process gains nothing from more threads than this, and each environment holds a module).
-DEFAULT_CONCURRENCY = 10
+# Environments per function (Lambda's account default is 1000). As many as the state machine's Map runs blocks
+# at once (MaxConcurrency 40), so that a canvas of 40 blocks of one type is never queued behind ten: a block
+# spends most of its time waiting on a model, not holding the interpreter. Each environment holds a module.
+DEFAULT_CONCURRENCY = 40
 
 LOG = logging.getLogger(__name__)
 # Lambda's START/REPORT lines, at DEBUG: one per invocation would drown the service's own log.

@@ -12,7 +12,8 @@ only the touched items for the rollback.
 
 moto's backends are plain dicts and lists that its server's threads, its interpreter's threads and our
 handlers touch at once ("dictionary changed size during iteration"). Every request to DynamoDB, S3 and Step
-Functions is served under that service's lock, serialisation of the answer included.
+Functions is served under that service's lock, serialisation of the answer included; SQS and EventBridge share
+one (EventBridge writes to SQS's backend itself).
 
 moto's interpreter keeps every thread it ever starts in `TMP_THREADS` and every execution (with its whole
 interpreter state) in its state machine. On Python 3.13 a finished thread whose object is still referenced
@@ -21,9 +22,11 @@ the newest ended executions, once each ending has been delivered. The ending its
 the interpreter's one "terminated" callback, so nothing has to poll.
 
 Costs moto pays on every request or execution are paid once instead: its server lists moto's own package
-folders and tries every service's URL pattern to route each request (under one lock for all requests), and
-its interpreter parses the ASL definition with ANTLR for every execution (the parsed program holds no
-execution state: that lives in each execution's environment). A DynamoDB query on a table's own key reads
+folders and tries every service's URL pattern to route each request (under one lock for all requests), its
+interpreter parses the ASL definition with ANTLR for every execution (the parsed program holds no
+execution state: that lives in each execution's environment) and builds a new JSONPath parser for every path it
+evaluates, and its DynamoDB answers walk every attribute value of every item against the service model (they
+are stored in the wire form already, so they are copied as they are). A DynamoDB query on a table's own key reads
 only its partition, where moto sorts every item of the table, so a stack that has stored many runs stays
 as fast as a new one.
 
@@ -47,6 +50,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from moto import backends as moto_backends
 from moto.core.responses import BaseResponse
+from moto.core.serialize import JSONSerializer
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     MultipleTransactionsException,
@@ -60,8 +64,10 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.s3.responses import S3Response
 from moto.stepfunctions.parser import utils as sfn_utils
 from moto.stepfunctions.parser.api import ExecutionStatus
+from moto.stepfunctions.parser.asl.component.common.path import result_path as sfn_result_path
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 
@@ -258,8 +264,10 @@ def _transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, 
 
 # ---------------------------------------------------------------- one request at a time per service
 
-LOCKED_SERVICES = ("dynamodb", "s3", "stepfunctions")
+LOCKED_SERVICES = ("dynamodb", "s3", "stepfunctions", "sqs")
 _service_locks = {service: PriorityLock() for service in LOCKED_SERVICES}
+# EventBridge writes to SQS's backend itself (a rule's queue target): both are served under one lock.
+_service_locks["events"] = _service_locks["sqs"]
 _ORIGINAL_CALL_ACTION = BaseResponse.call_action
 _S3_ENTRY_POINTS = ("bucket_response", "key_response", "ambiguous_response")
 _ORIGINAL_S3 = {name: getattr(S3Response, name) for name in _S3_ENTRY_POINTS}
@@ -396,15 +404,22 @@ _ORIGINAL_PARSE = AmazonStateLanguageParser.__dict__["parse"]
 
 _ORIGINAL_QUERY = Table.query
 _QUERY_SIGNATURE = inspect.signature(_ORIGINAL_QUERY)
+_ORIGINAL_JSON_PATH_PARSE = sfn_json_path.parse
+_ORIGINAL_RESULT_PATH_PARSE = sfn_result_path.parse
+_ORIGINAL_JSON_STRUCTURE = JSONSerializer._serialize_type_structure
 
 
 def install_caches() -> None:
-    """Process-wide and idempotent: route lookups and ASL parses remembered, queries by partition."""
+    """Process-wide and idempotent: route lookups, ASL parses and JSONPath parses remembered, queries by
+    partition, DynamoDB attribute values answered as they are stored."""
     modules = tuple(_ORIGINAL_LIST_MODULES())
     moto_backends.list_of_moto_modules = lambda: modules
     DomainDispatcherApplication.get_backend_for_host = _backend_for_host  # type: ignore[method-assign]
     AmazonStateLanguageParser.parse = staticmethod(_parse_once)  # type: ignore[method-assign]
     Table.query = _query_partition  # type: ignore[method-assign]
+    sfn_json_path.parse = _json_path_once
+    sfn_result_path.parse = _result_path_once
+    JSONSerializer._serialize_type_structure = _serialize_structure  # type: ignore[method-assign]
 
 
 def uninstall_caches() -> None:
@@ -412,6 +427,78 @@ def uninstall_caches() -> None:
     DomainDispatcherApplication.get_backend_for_host = _ORIGINAL_BACKEND_FOR_HOST  # type: ignore[method-assign]
     AmazonStateLanguageParser.parse = _ORIGINAL_PARSE  # type: ignore[method-assign]
     Table.query = _ORIGINAL_QUERY  # type: ignore[method-assign]
+    sfn_json_path.parse = _ORIGINAL_JSON_PATH_PARSE
+    sfn_result_path.parse = _ORIGINAL_RESULT_PATH_PARSE
+    JSONSerializer._serialize_type_structure = _ORIGINAL_JSON_STRUCTURE  # type: ignore[method-assign]
+
+
+# jsonpath_ng builds a new yacc parser for every parse; a parsed path holds no data, so one serves all.
+@functools.lru_cache(maxsize=1024)
+def _json_path_once(path: str) -> Any:
+    return _ORIGINAL_JSON_PATH_PARSE(path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _result_path_once(path: str) -> Any:
+    return _ORIGINAL_RESULT_PATH_PARSE(path)
+
+
+_ATTRIBUTE_VALUE = "AttributeValue"
+_STRINGS = ("S", "N")
+_STRING_LISTS = ("SS", "NS")
+_BOOLEANS = ("NULL", "BOOL")
+_ATTRIBUTE_TYPES = frozenset({*_STRINGS, *_STRING_LISTS, *_BOOLEANS, "B", "BS", "M", "L"})
+
+
+def _serialize_structure(self: JSONSerializer, serialized: Any, value: Any, shape: Any, key: str) -> None:
+    # moto serializes DynamoDB's attribute values member by member against the service model, which is most of
+    # the cost of answering a read or a write that returns an item; they are stored in the wire form already.
+    if key and shape.name == _ATTRIBUTE_VALUE and self.service_model.service_name == "dynamodb":
+        plain = _attribute_value(self, value)
+        if plain is not None:
+            serialized[self.get_serialized_name(shape, key)] = plain
+            return
+    _ORIGINAL_JSON_STRUCTURE(self, serialized, value, shape, key)
+
+
+def _attribute_value(serializer: JSONSerializer, value: Any) -> dict[str, Any] | None:
+    """What moto's serializer makes of one stored attribute value, or None for anything it would read otherwise."""
+    if not isinstance(value, dict) or not value.keys() <= _ATTRIBUTE_TYPES:
+        return None
+    plain: dict[str, Any] = {}
+    for kind, member in value.items():
+        if member is None:
+            continue
+        if kind in _STRINGS:
+            plain[kind] = member if isinstance(member, str) else str(member)
+        elif kind in _STRING_LISTS:
+            plain[kind] = [m if isinstance(m, str) else str(m) for m in member]
+        elif kind in _BOOLEANS:
+            plain[kind] = member in (True, "True", "true")
+        elif kind == "B":
+            plain[kind] = serializer._base64(member)
+        elif kind == "BS":
+            plain[kind] = [serializer._base64(m) for m in member]
+        elif kind == "M":
+            if not isinstance(member, dict):
+                return None
+            entries = {}
+            for name, entry in member.items():
+                converted = _attribute_value(serializer, entry)
+                if converted is None:
+                    return None
+                entries[name] = converted
+            plain[kind] = entries
+        else:  # "L"
+            items = [_attribute_value(serializer, entry) for entry in member]
+            if any(item is None for item in items):
+                return None
+            plain[kind] = items
+    # moto emits the members in the order of the service model's shape.
+    return {kind: plain[kind] for kind in _MEMBER_ORDER if kind in plain}
+
+
+_MEMBER_ORDER = ("S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL")
 
 
 def _query_partition(self: Table, *args: Any, **kwargs: Any) -> Any:

@@ -95,9 +95,9 @@ def drive(function, context, account_id: str, created: dict, attempts: int = 3) 
                 if attempt < attempts:
                     continue
                 raise
-            except Exception as exc:  # the Catch hands the error to Record Block Failure
+            except Exception as exc:  # the Catch hands the error to Release Dependents
                 error = {"Error": type(exc).__name__, "Cause": json.dumps({"errorMessage": str(exc)})}
-                function("orchestration/fail_block")({**event, "error": error}, context)
+                function("orchestration/release_dependents")({**event, "dependents": [], "error": error}, context)
                 break
     function("orchestration/finalize_run")(ids, context)
     return ids

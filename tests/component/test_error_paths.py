@@ -65,7 +65,12 @@ def test_an_empty_plan_fails_the_run_with_its_reason(aws, account, function, con
     created = body_of(function("api/create_run")(load_event("create_run", api_key=account.api_key), context))["data"]
     ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
     # (the run's id stands in for the API request's id as the correlation id when none was given)
-    assert function("orchestration/plan_canvas")(ids, context) == {"blocks": [], "correlation_id": created["run_id"]}
+    assert function("orchestration/plan_canvas")(ids, context) == {
+        "blocks": [],
+        "ready": [],
+        "waiting": [],
+        "correlation_id": created["run_id"],
+    }
     assert function("orchestration/finalize_run")(ids, context)["status"] == "failed"
     run = Store().get_run(created["run_id"])
     assert [e.error for e in run.errors] == ["The plan for this run had no blocks"]

@@ -37,9 +37,9 @@ def drive(function, context, account_id: str, created: dict) -> list[dict]:
         event = {**ids, **block}
         try:
             function(BLOCK_FOLDERS[block["block_type"]])(event, context)
-        except Exception as exc:  # the Catch hands the error to Record Block Failure
+        except Exception as exc:  # the Catch hands the error to Release Dependents
             error = {"Error": type(exc).__name__, "Cause": json.dumps({"errorMessage": str(exc)})}
-            function("orchestration/fail_block")({**event, "error": error}, context)
+            function("orchestration/release_dependents")({**event, "dependents": [], "error": error}, context)
     function("orchestration/finalize_run")(ids, context)
     return blocks
 
@@ -268,6 +268,42 @@ def test_retried_block_does_not_run_twice(aws, account, function, context):
     after = Store().get_nodes(created["canvas_id"], [first["block_id"]])[0]
     assert before == after
     assert len([t for t in Store().get_tasks(created["canvas_id"]) if t.task_type.value == "tool-call-task"]) == 1
+
+
+def test_a_block_publishes_its_outcome_latency_and_spend_as_embedded_metrics(
+    aws, account, function, context, monkeypatch, capsys
+):
+    from canvas_core import observability
+
+    # Given a planned run, and metrics on as in a deployed function (one execution environment's, so that the
+    # namespace the environment sets is the one they are published under)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "CanvasRunService")
+    created = start_run(function, context, account.api_key)
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    [first, _] = function("orchestration/plan_canvas")(ids, context)["blocks"]
+    handler = function("blocks/prompt_block")
+    capsys.readouterr()
+    # When the block runs
+    with observability.logger_scope(observability.environment_logger("prompt-block/0")):
+        handler({**ids, **first}, context)
+    # Then one embedded-metrics line carries its figures, by block type and never by run or block id
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert len(lines) == 1
+    [emf] = lines
+    [directive] = emf["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "CanvasRunService"
+    assert directive["Dimensions"] == [["step", "service"]] and emf["step"] == "prompt-block"
+    names = {m["Name"]: m["Unit"] for m in directive["Metrics"]}
+    assert names == {
+        "BlockDuration": "Milliseconds",
+        "ModelInputTokens": "Count",
+        "ModelOutputTokens": "Count",
+        "BlocksCompleted": "Count",
+        "CreditsDebited": "Count",
+    }
+    assert emf["BlocksCompleted"] == [1.0] and emf["CreditsDebited"] == [0.0]
+    assert created["run_id"] not in json.dumps(emf)
 
 
 def test_block_sent_to_the_wrong_function_is_refused(aws, account, function, context):

@@ -296,3 +296,122 @@ def test_the_template_loader_reads_cloudformation_tags(tmp_path: Path) -> None:
         "D": {"Fn::If": ["Cond", {"Ref": "X"}, {"Ref": "AWS::NoValue"}]},
         "E": {"Fn::Not": [{"Fn::Equals": [{"Ref": "P"}, ""]}]},
     }
+
+
+# ---------------------------------------------------------------- the shape of run_canvas.asl.json
+
+
+def run_canvas() -> dict[str, Any]:
+    return json.loads((ROOT / "statemachine" / "run_canvas.asl.json").read_text(encoding="utf-8"))
+
+
+def block_maps(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    branches = definition["States"]["Run Blocks"]["Branches"]
+    return {name: state for branch in branches for name, state in branch["States"].items() if state["Type"] == "Map"}
+
+
+def success_path(processor: dict[str, Any]) -> list[str]:
+    names, name = [], processor["StartAt"]
+    while name is not None:
+        names.append(name)
+        name = processor["States"][name].get("Next")
+    return names
+
+
+def test_a_block_without_inputs_takes_two_states_and_one_with_inputs_three():
+    # Given the two Maps of the real definition
+    maps = block_maps(run_canvas())
+
+    # Then blocks without inputs run, then release; blocks with inputs wait first; nothing else runs per block
+    assert {name: success_path(m["ItemProcessor"]) for name, m in maps.items()} == {
+        "Run Ready Blocks": ["Run Block", "Release Dependents"],
+        "Run Waiting Blocks": ["Wait For Inputs", "Run Waiting Block", "Release Waiting Block Dependents"],
+    }
+    # And every Catch goes straight to the release, which records the failure (no extra state on failure)
+    for m in maps.values():
+        states = m["ItemProcessor"]["States"]
+        release = success_path(m["ItemProcessor"])[-1]
+        for name, state in states.items():
+            assert all(c["Next"] == release for c in state.get("Catch", [])), name
+        # And both Maps admit every block of a canvas together (40 at most), so none waits on one not started
+        assert m["MaxConcurrency"] == 40
+
+
+def test_one_task_runs_every_block_type_with_the_function_the_plan_names():
+    processors = [m["ItemProcessor"]["States"] for m in block_maps(run_canvas()).values()]
+    for run_block in (processors[0]["Run Block"], processors[1]["Run Waiting Block"]):
+        assert run_block["Resource"] == "arn:aws:states:::lambda:invoke"
+        assert run_block["Parameters"]["FunctionName.$"] == "$.function"
+        assert run_block["TimeoutSecondsPath"] == "$.timeout_seconds"
+    # And the Map hands each iteration the function the plan gave its block
+    for m in block_maps(run_canvas()).values():
+        assert m["ItemSelector"]["function.$"] == "$$.Map.Item.Value.function"
+
+
+def test_lambda_throttling_is_retried_six_times_or_more_with_a_bounded_delay():
+    def tasks(scope: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        found = []
+        for name, state in scope["States"].items():
+            if state["Type"] == "Task":
+                found.append((name, state))
+            for child in [state.get("ItemProcessor"), *state.get("Branches", [])]:
+                if child:
+                    found.extend(tasks(child))
+        return found
+
+    for name, state in tasks(run_canvas()):
+        throttling = [r for r in state["Retry"] if "Lambda.TooManyRequestsException" in r["ErrorEquals"]]
+        assert len(throttling) == 1, name
+        assert throttling[0]["MaxAttempts"] >= 6 and throttling[0]["MaxDelaySeconds"] <= 60, name
+
+
+def test_the_block_function_map_reads_as_the_template_writes_it():
+    from canvas_core.orchestration import parse_block_functions
+
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:"
+    text = f"prompt-block={arn}PromptBlockFunction, text-block={arn}TextBlockFunction,,"
+
+    assert parse_block_functions(text) == {
+        "prompt-block": f"{arn}PromptBlockFunction",
+        "text-block": f"{arn}TextBlockFunction",
+    }
+    assert parse_block_functions(None) == {}
+
+
+def test_the_template_maps_every_block_type_to_its_function():
+    from canvas_core.models.catalog import BlockType
+    from canvas_core.orchestration import parse_block_functions
+    from canvas_local.template import Template
+
+    # Given the state machine as the embedded stack deploys it (substitutions filled)
+    (machine,) = [
+        m for m in Template(ROOT / "template.yaml").state_machines() if m.logical_id == "RunCanvasStateMachine"
+    ]
+    payload = json.loads(machine.definition)["States"]["Plan Canvas"]["Parameters"]["Payload"]
+
+    # Then Plan Canvas is handed a function for every block type, each a function of the template
+    functions = parse_block_functions(payload["block_functions"])
+    assert set(functions) == {t.value for t in BlockType}
+    assert all(":function:" in arn and arn.endswith("BlockFunction") for arn in functions.values())
+
+
+def test_a_function_named_inside_a_joined_map_must_exist(tmp_path: Path) -> None:
+    # Given a substitution that joins `!Sub`s, one naming a function the template lacks
+    (tmp_path / "machine.asl.json").write_text(json.dumps(valid_definition()), encoding="utf-8")
+    (tmp_path / "template.yaml").write_text(
+        "Resources:\n"
+        "  Plan:\n    Type: AWS::Serverless::Function\n"
+        "  Block:\n    Type: AWS::Serverless::Function\n"
+        "  Machine:\n"
+        "    Type: AWS::Serverless::StateMachine\n"
+        "    Properties:\n"
+        "      DefinitionUri: machine.asl.json\n"
+        "      DefinitionSubstitutions:\n"
+        "        PlanArn: !GetAtt Plan.Arn\n"
+        "        BlockArn: !Join [',', [!Sub 'a=${Block.Arn}', !Sub 'b=${Blok.Arn}']]\n",
+        encoding="utf-8",
+    )
+
+    problems = check_asl.check_repository(tmp_path / "template.yaml", [tmp_path / "machine.asl.json"])
+
+    assert problems == ["Machine: substitution BlockArn refers to unknown resource Blok"]

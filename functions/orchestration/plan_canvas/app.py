@@ -2,15 +2,19 @@
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, tracer
-from canvas_core.orchestration import plan_run
+from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, metrics, tracer
+from canvas_core.orchestration import parse_block_functions, plan_run
 
 
-@logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)
+# The state machine hands over its input as `execution`, beside its block type -> function map.
+@logger.inject_lambda_context(correlation_id_path=f"execution.{EXECUTION_CORRELATION_ID}", clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
+    execution = event.get("execution", event)
+    functions = parse_block_functions(event.get("block_functions"))
     # The API request's id travels on through every task of the execution (the state machine passes it along).
     return {
-        **plan_run(event["run_id"], event["canvas_id"]),
-        "correlation_id": logger.get_correlation_id() or event["run_id"],
+        **plan_run(execution["run_id"], execution["canvas_id"], block_functions=functions),
+        "correlation_id": logger.get_correlation_id() or execution.get(EXECUTION_CORRELATION_ID) or execution["run_id"],
     }

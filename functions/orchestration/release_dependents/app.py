@@ -1,4 +1,5 @@
-"""Release Dependents: count an ended block as an input of each block reading it, and release those ready."""
+"""Release Dependents: record a block's failure when the state machine caught one, count the ended block as an
+input of each block reading it, and release those ready."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -9,4 +10,4 @@ from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, tracer
 @logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)
 @tracer.capture_lambda_handler
 def handler(event: dict, context: LambdaContext) -> dict:
-    return release_dependents(event["canvas_id"], event["block_id"], event.get("dependents"))
+    return release_dependents(event["canvas_id"], event["block_id"], event.get("dependents"), error=event.get("error"))

@@ -1,23 +1,27 @@
 """Dataflow execution of a canvas: every block starts the moment all of its inputs have ended.
 
-The state machine runs all blocks of a canvas at once (an inline Map of at most 40 iterations, so every block
-is admitted together and none can wait on a block that was never started). Each iteration first parks in
-`Wait For Inputs` (a `.waitForTaskToken` task): `register_wait` stores the token on the node. When a block
-ends (completed, failed or skipped), `release_dependents` counts it as an ended input of each dependent, once
-per input, with a conditional write. Whoever sees a dependent with no pending input and a stored token, the
-parking side or the releasing side, claims the release with another conditional write, so a block is released
-exactly once even when its last input ends while its token is being stored.
+The state machine runs all blocks of a canvas at once (two inline Maps side by side, at most 40 blocks in all,
+so every block is admitted together and none can wait on a block that was never started). A block without
+inputs runs at once; any other first parks in `Wait For Inputs` (a `.waitForTaskToken` task): `register_wait`
+stores the token on the node. When a block ends (completed, failed or skipped), `release_dependents` records a
+failure the state machine caught, then counts the block as an ended input of each dependent, once per input,
+with a conditional write. Whoever sees a dependent with no pending input and a stored token, the parking side
+or the releasing side, claims the release with another conditional write, so a block is released exactly once
+even when its last input ends while its token is being stored.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.clock import now_ms
+from canvas_core.models.catalog import NodeStatus, TaskStatus
 from canvas_core.models.items import EdgeItem, NodeItem
 from canvas_core.observability import logger
+from canvas_core.planner import persona_task_id, tool_call_task_id
 
 
 def wire(nodes: list[NodeItem], edges: list[EdgeItem]) -> None:
@@ -49,9 +53,14 @@ def release_dependents(
     dependents: list[str] | None = None,
     store: Store | None = None,
     executions: Executions | None = None,
+    error: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Count `block_id` as ended for each of its dependents (given by the state machine, else read)."""
+    """Count `block_id` as ended for each of its dependents (given by the state machine, else read). With an
+    `error` (the state machine caught one: retries exhausted, a timeout, a crash), the block is first recorded
+    as failed, so that its dependents see it ended without completing."""
     store, executions = store or Store(), executions or Executions()
+    if error is not None:
+        record_block_failure(store, canvas_id, block_id, describe_error(error, default="The block failed"))
     if dependents is None:
         node = store.get_node_item(canvas_id, block_id)
         if node is None:
@@ -83,3 +92,27 @@ def _release(store: Store, executions: Executions, canvas_id: str, node: dict[st
         raise
     logger.debug("Block released", extra={"block_id": block_id})
     return True
+
+
+def record_block_failure(store: Store, canvas_id: str, block_id: str, reason: str) -> None:
+    """Mark a block `error` with its reason, and its tasks with it; a finished block is left as it is."""
+    unfinished = [NodeStatus.IDLE.value, NodeStatus.RUNNING.value]
+    if store.update_node(canvas_id, block_id, expect_status=unfinished, status=NodeStatus.ERROR.value, error=reason):
+        store.set_task_status(canvas_id, tool_call_task_id(canvas_id, block_id), TaskStatus.ERROR)
+        store.set_task_status(canvas_id, persona_task_id(canvas_id, block_id), TaskStatus.ERROR)
+        logger.warning("Block failed", extra={"block_id": block_id, "reason": reason})
+
+
+def describe_error(error: dict[str, Any] | None, default: str) -> str:
+    """A reason a user can read, from a Step Functions error (`Error` name and `Cause`)."""
+    if not error:
+        return default
+    name, cause = error.get("Error", ""), error.get("Cause", "")
+    if name == "States.Timeout":
+        return "The block timed out"
+    try:
+        parsed = json.loads(cause) if cause else {}
+    except json.JSONDecodeError:
+        parsed = {}
+    message = parsed.get("errorMessage") if isinstance(parsed, dict) else None
+    return message or cause or name or default

@@ -7,15 +7,15 @@ import json
 import os
 from typing import Any
 
+from canvas_core.adapters.events import Events
 from canvas_core.adapters.store import Store
-from canvas_core.blocks.runner import record_block_failure
 from canvas_core.clock import now_ms
 from canvas_core.content import with_full_content
-from canvas_core.dataflow import wire
+from canvas_core.dataflow import describe_error, record_block_failure, wire
 from canvas_core.errors import CreditsExhaustedError
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunStatus, TaskStatus
 from canvas_core.models.items import Artifact, NodeItem, RunError, RunItem
-from canvas_core.observability import logger
+from canvas_core.observability import count, logger
 from canvas_core.planner import parent_task_id, plan_canvas
 
 EXECUTION_ENDINGS = {
@@ -29,8 +29,12 @@ class RunStateError(Exception):
     """The run or canvas a step was given does not exist."""
 
 
-def plan_run(run_id: str, canvas_id: str, store: Store | None = None) -> dict[str, Any]:
-    """Plan the canvas once (a retried step finds the plan stored) and list its blocks in run order."""
+def plan_run(
+    run_id: str, canvas_id: str, store: Store | None = None, block_functions: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Plan the canvas once (a retried step finds the plan stored) and list its blocks in run order: all of
+    them, those `ready` at once (no inputs) and those `waiting` for their inputs, each with the function that
+    runs its type (`block_functions`, from the state machine)."""
     store = store or Store()
     logger.append_keys(run_id=run_id, canvas_id=canvas_id)
     run = store.get_run(run_id)
@@ -49,10 +53,28 @@ def plan_run(run_id: str, canvas_id: str, store: Store | None = None) -> dict[st
             "inputs": n.inputs,
             "dependents": n.dependents,
             "timeout_seconds": timeout,
+            **({"function": _function_for(n.type, block_functions)} if block_functions else {}),
         }
         for n in nodes
     ]
-    return {"blocks": blocks}
+    return {
+        "blocks": blocks,
+        "ready": [b for b in blocks if not b["inputs"]],
+        "waiting": [b for b in blocks if b["inputs"]],
+    }
+
+
+def parse_block_functions(text: str | None) -> dict[str, str]:
+    """The state machine's block type -> function map, written `type=function,type=function`."""
+    pairs = (entry.partition("=") for entry in (text or "").split(",") if entry.strip())
+    return {block_type.strip(): function.strip() for block_type, _, function in pairs if function.strip()}
+
+
+def _function_for(block_type: str, block_functions: dict[str, str]) -> str:
+    try:
+        return block_functions[block_type]
+    except KeyError:
+        raise RunStateError(f"This deployment has no function for the {block_type} block type") from None
 
 
 def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:
@@ -67,7 +89,8 @@ def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:
     plan = plan_canvas(run)
     try:
         # Charged once, before the blocks: a retried step that plans again is not charged again.
-        store.record_planning(run.run_id, run.account_id, plan.models_used, plan.credits)
+        if store.record_planning(run.run_id, run.account_id, plan.models_used, plan.credits):
+            count("CreditsDebited", plan.credits, step="plan")
     except CreditsExhaustedError as exc:
         _fail_unpaid(store, run, f"planning {exc}")
         return []
@@ -89,19 +112,14 @@ def block_timeout_seconds() -> int:
     return int(os.environ.get("BLOCK_TIMEOUT_SECONDS", "900"))
 
 
-def fail_block(canvas_id: str, block_id: str, error: dict[str, Any] | None, store: Store | None = None) -> dict:
-    """Record a block that failed after its retries (the state machine's Catch hands over the error)."""
-    store = store or Store()
-    reason = describe_error(error, default="The block failed")
-    record_block_failure(store, canvas_id, block_id, reason)
-    return {"block_id": block_id, "status": NodeStatus.ERROR.value}
-
-
-def finalize_run(run_id: str, failure: str | None = None, store: Store | None = None) -> dict[str, Any]:
+def finalize_run(
+    run_id: str, failure: str | None = None, store: Store | None = None, events: Events | None = None
+) -> dict[str, Any]:
     """End a run: its final output from the blocks that completed, its status from how many did, its errors
     from those that did not. With `failure` (the run itself broke, or was abandoned, e.g. found `running` after
     an unclean restart), unfinished blocks fail and the status is at best `partial`. Whichever path ends the
-    run, the write that ends it gives back the run's slot, once (a run already ended is left as it is)."""
+    run, the write that ends it gives back the run's slot, once (a run already ended is left as it is), and
+    publishes the run's status change (only the write that won)."""
     store = store or Store()
     logger.append_keys(run_id=run_id)
     run = store.get_run(run_id)
@@ -137,17 +155,21 @@ def finalize_run(run_id: str, failure: str | None = None, store: Store | None = 
 
     artifacts = unique_names([Artifact.model_validate(a) for n in completed for a in n.artifacts])
     # Ending the run also gives back its slot among the account's running runs (in the same write).
-    store.finish_run(
+    finished_at_ms = now_ms()
+    ended = store.finish_run(
         run_id,
         run.account_id,
         status=status.value,
-        finished_at_ms=now_ms(),
+        finished_at_ms=finished_at_ms,
         final_output=_final_output(completed, edges, [a.name for a in artifacts]),
         models_used=sorted({*run.planning_models_used, *(m for n in nodes for m in n.models_used)}),
         credits_consumed=run.planning_credits + sum(n.credits for n in nodes),
         artifacts=artifacts,
         errors=errors,
     )
+    if ended:
+        (events or Events()).publish_run_status(run.account_id, run_id, status.value, finished_at_ms)
+        count("RunsEnded", status=status.value)
     task_status = TaskStatus.COMPLETED if status == RunStatus.COMPLETED else TaskStatus.ERROR
     store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), task_status)
     logger.info("Run finished", extra={"status": status.value, "blocks": len(nodes), "completed": len(completed)})
@@ -170,21 +192,6 @@ def fail_run(event: dict[str, Any], store: Store | None = None) -> dict[str, Any
         # Nothing to mark: the execution was started for a run that is not stored.
         logger.warning("Fail Run for an unknown run", extra={"run_id": run_id, "failure": failure})
         return {"run_id": run_id, "status": "unknown"}
-
-
-def describe_error(error: dict[str, Any] | None, default: str) -> str:
-    """A reason a user can read, from a Step Functions error (`Error` name and `Cause`)."""
-    if not error:
-        return default
-    name, cause = error.get("Error", ""), error.get("Cause", "")
-    if name == "States.Timeout":
-        return "The block timed out"
-    try:
-        parsed = json.loads(cause) if cause else {}
-    except json.JSONDecodeError:
-        parsed = {}
-    message = parsed.get("errorMessage") if isinstance(parsed, dict) else None
-    return message or cause or name or default
 
 
 def _run_id_from_execution(detail: dict[str, Any]) -> str:

@@ -3,16 +3,19 @@ input failed, run it once (a retried task finds it done), store its output, and 
 
 from __future__ import annotations
 
+import time
+
 from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.adapters.store import Store
 from canvas_core.blocks.context import BlockContext
 from canvas_core.blocks.registry import implementation
 from canvas_core.content import content_fields, with_full_content
+from canvas_core.dataflow import record_block_failure
 from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
 from canvas_core.models.items import NodeItem, RunItem, TaskItem
-from canvas_core.observability import logger
+from canvas_core.observability import MetricUnit, count, logger, tracer
 from canvas_core.planner import persona_task_id, tool_call_task_id, tool_call_tasks
 from canvas_core.pricing import balance_refusal, block_credits
 from canvas_core.providers import ModelProvider, get_provider
@@ -20,6 +23,7 @@ from canvas_core.providers import ModelProvider, get_provider
 OPTIONAL_INPUTS = frozenset({BlockType.WEB.value, BlockType.YT.value})
 
 
+@tracer.capture_method
 def run_block(
     block: BlockInput,
     expected_type: str,
@@ -29,6 +33,8 @@ def run_block(
 ) -> BlockResult:
     store = store or Store()
     logger.append_keys(run_id=block.run_id, block_id=block.block_id, block_type=block.block_type)
+    for key in ("run_id", "block_id", "block_type"):
+        tracer.put_annotation(key, getattr(block, key))
     if block.block_type != expected_type:
         raise BlockFatalError(f"Block {block.block_id} is a {block.block_type}, not a {expected_type}")
     node, inputs = _load_node(store, block)
@@ -49,6 +55,7 @@ def run_block(
         store.update_node(block.canvas_id, node.block_id, status=NodeStatus.SKIPPED.value, error=reason)
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": reason})
+        count("BlocksSkipped", step=node.type)
         return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
 
     run = _run(store, block.run_id)
@@ -58,6 +65,7 @@ def run_block(
     if behaviour is None:
         reason = f"The {node.type} block type is not available in this deployment yet"
         record_block_failure(store, block.canvas_id, node.block_id, reason)
+        count("BlocksFailed", step=node.type)
         raise BlockFatalError(reason)
 
     refusal = balance_refusal(store.get_account(run.account_id))
@@ -65,27 +73,38 @@ def run_block(
         store.update_node(block.canvas_id, node.block_id, status=NodeStatus.SKIPPED.value, error=refusal)
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": refusal})
+        count("BlocksSkipped", step=node.type)
         return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
 
     store.start_block(block.canvas_id, node.block_id, _tool_call_task(node))
     ctx = BlockContext(
         run=run, node=node, inputs=inputs, files=files or ArtifactStore(), provider=provider or get_provider()
     )
+    started = time.monotonic()
     try:
         output = behaviour(ctx)
     except BlockRetryableError:
+        count("BlockRetryableErrors", step=node.type)
         raise
     except BlockFatalError as exc:
         record_block_failure(store, block.canvas_id, node.block_id, str(exc))
+        count("BlocksFailed", step=node.type)
         raise
     except Exception as exc:
         logger.exception("Block failed unexpectedly")
         reason = f"The {node.type} block failed unexpectedly ({type(exc).__name__})"
         record_block_failure(store, block.canvas_id, node.block_id, reason)
+        count("BlocksFailed", step=node.type)
         raise BlockFatalError(reason) from exc
+    finally:
+        # What an attempt took and spent, whether it succeeded or not.
+        count("BlockDuration", (time.monotonic() - started) * 1000, MetricUnit.Milliseconds, step=node.type)
+        count("ModelInputTokens", ctx.usage.input_tokens, step=node.type)
+        count("ModelOutputTokens", ctx.usage.output_tokens, step=node.type)
 
     files = ctx.files
     stored = content_fields(output.content, run.account_id, run.run_id, node.block_id, files)
+    credits = block_credits(ctx.usage, output)
     # Only from `running`: a block the state machine timed out (now `error`) stays failed if it ends late.
     try:
         finished = store.complete_block(
@@ -95,7 +114,7 @@ def run_block(
             **stored,
             sources=output.sources,
             models_used=list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
-            credits=block_credits(ctx.usage, output),
+            credits=credits,
             debit_account=run.account_id,
             artifacts=output.artifacts,
             **({"url": output.url} if output.url else {}),
@@ -111,22 +130,17 @@ def run_block(
         for task_id in _task_ids(block.canvas_id, node.block_id):
             store.set_task_status(block.canvas_id, task_id, TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": reason})
+        count("BlocksSkipped", step=node.type)
         return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
     if not finished:
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
+        count("BlocksFailed", step=node.type)
         return BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
     store.put_tasks(tool_call_tasks(node, ctx.usage))
     logger.info("Block completed", extra={"content_chars": len(output.content)})
+    count("BlocksCompleted", step=node.type)
+    count("CreditsDebited", credits, step=node.type)
     return BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
-
-
-def record_block_failure(store: Store, canvas_id: str, block_id: str, reason: str) -> None:
-    """Mark a block `error` with its reason, and its tasks with it; a finished block is left as it is."""
-    unfinished = [NodeStatus.IDLE.value, NodeStatus.RUNNING.value]
-    if store.update_node(canvas_id, block_id, expect_status=unfinished, status=NodeStatus.ERROR.value, error=reason):
-        store.set_task_status(canvas_id, tool_call_task_id(canvas_id, block_id), TaskStatus.ERROR)
-        store.set_task_status(canvas_id, persona_task_id(canvas_id, block_id), TaskStatus.ERROR)
-        logger.warning("Block failed", extra={"block_id": block_id, "reason": reason})
 
 
 def _run(store: Store, run_id: str) -> RunItem | None:

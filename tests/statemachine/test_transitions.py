@@ -1,0 +1,74 @@
+"""One task state runs every block type: a block without inputs costs two state transitions (Run Block, Release
+Dependents), one with inputs three (Wait For Inputs first), and a failure the state machine catches costs none
+more (Release Dependents records it). Counted from the execution history as AWS bills them."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from bench.dags import Block, Dag, scripted
+from canvas_core.adapters.store import Store
+from canvas_core.auth import authenticate
+from canvas_core.models.api import CreateRunRequest
+from canvas_core.runs import create_run
+
+pytestmark = [pytest.mark.statemachine, pytest.mark.timeout(120)]
+
+
+def run_and_count(stack, prompt: str, dag: Dag) -> tuple[str, dict[str, int]]:
+    """Run `dag` to its end; (canvas id, states entered by name)."""
+    account_id = authenticate({"X-API-KEY": stack.api_keys[0]})
+    with scripted({prompt: dag}):
+        created = create_run(CreateRunRequest(prompt=prompt, template="auto"), account_id)
+        arn = stack.state_machine_arns["RunCanvasStateMachine"].replace(":stateMachine:", ":execution:")
+        execution_arn = f"{arn}:{created.run_id}"
+        assert stack.wait_for_execution(execution_arn, timeout=60)["status"] == "SUCCEEDED"
+    events = stack.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)
+    entered = collections.Counter(
+        e["stateEnteredEventDetails"]["name"] for e in events["events"] if e["type"].endswith("StateEntered")
+    )
+    return created.canvas_id, dict(entered)
+
+
+def test_blocks_cost_two_transitions_without_inputs_and_three_with(local_stack):
+    # Given a -> b, a -> c, b -> d, c -> d: one block without inputs, three with
+    dag = Dag([Block(0.0) for _ in range(4)], [(0, 1), (0, 2), (1, 3), (2, 3)])
+
+    # When it runs
+    _, entered = run_and_count(local_stack, "four blocks", dag)
+
+    # Then the block without inputs ran and released (2), the others waited, ran and released (3 each)
+    assert entered == {
+        "Plan Canvas": 1,
+        "Run Blocks": 1,
+        "Run Ready Blocks": 1,
+        "Run Block": 1,
+        "Release Dependents": 1,
+        "Run Waiting Blocks": 1,
+        "Wait For Inputs": 3,
+        "Run Waiting Block": 3,
+        "Release Waiting Block Dependents": 3,
+        "Finalize Run": 1,
+    }
+
+
+def test_a_block_timed_out_by_the_state_machine_is_recorded_by_its_release(local_stack, monkeypatch):
+    # Given a -> b -> c where b never answers within a 2-second limit
+    monkeypatch.setenv("BLOCK_TIMEOUT_SECONDS", "2")
+    dag = Dag([Block(0.0), Block(hang=True), Block(0.0)], [(0, 1), (1, 2)])
+
+    # When it runs
+    canvas_id, entered = run_and_count(local_stack, "times out", dag)
+
+    # Then the Catch went straight to the release, which recorded the failure: no state was added for it
+    assert entered["Wait For Inputs"] == entered["Run Waiting Block"] == 2  # c's runner skips it
+    assert entered["Release Waiting Block Dependents"] == 2
+    assert "Record Block Failure" not in entered
+    _, nodes, _ = Store().get_canvas(canvas_id)
+    assert [(n.status.value, n.error) for n in nodes] == [
+        ("completed", None),
+        ("error", "The block timed out"),
+        ("skipped", "Skipped: its input 'Block 1' did not complete"),
+    ]
