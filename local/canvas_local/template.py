@@ -70,6 +70,133 @@ def load_yaml(path: Path) -> dict[str, Any]:
         return yaml.load(handle, Loader=CfnLoader)  # CfnLoader is a SafeLoader: no arbitrary objects
 
 
+# ---------------------------------------------------------------- AWS::LanguageExtensions: Fn::ForEach
+
+FOR_EACH_PREFIX = "Fn::ForEach::"
+_FOR_EACH_MAX_DEPTH = 5  # CloudFormation's limit on nested loops
+_FOR_EACH_SECTIONS = ("Conditions", "Resources", "Outputs")
+
+
+def expand_for_each(document: dict[str, Any], parameters: dict[str, str] | None = None) -> dict[str, Any]:
+    """The template with its `Fn::ForEach::<Loop>` entries expanded as the AWS::LanguageExtensions transform does.
+
+    A loop is `[Identifier, Collection, {OutputKey: OutputValue, ...}]` at the top of Conditions, Resources or
+    Outputs, in a resource's Properties, or in another loop's body (five levels at most). For each item of the
+    collection (a list, or a `Ref` to a CommaDelimitedList parameter) the body is copied with `${Identifier}`
+    replaced by the item and `&{Identifier}` by the item without its non-alphanumeric characters, in every key
+    and string, and `{"Ref": Identifier}` replaced by the item. A generated key that already exists is an
+    error, as is an identifier or loop name that is also a parameter's name. A template without loops comes
+    back unchanged (the same object)."""
+    if not _has_for_each(document):
+        return document
+    declared = document.get("Parameters") or {}
+    values = {name: str(spec.get("Default", "")) for name, spec in declared.items() if isinstance(spec, dict)}
+    values.update(parameters or {})
+    expanded = dict(document)
+    for section in _FOR_EACH_SECTIONS:
+        if isinstance(document.get(section), dict):
+            expanded[section] = _expand_section(document[section], values, set(declared), [], section)
+    for logical_id, resource in (expanded.get("Resources") or {}).items():
+        if isinstance(resource, dict) and isinstance(resource.get("Properties"), dict):
+            properties = resource["Properties"]
+            if any(key.startswith(FOR_EACH_PREFIX) for key in properties):
+                where = f"Resources/{logical_id}/Properties"
+                expanded["Resources"][logical_id] = {
+                    **resource,
+                    "Properties": _expand_section(properties, values, set(declared), [], where),
+                }
+    return expanded
+
+
+def _has_for_each(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(isinstance(k, str) and k.startswith(FOR_EACH_PREFIX) for k in value) or any(
+            _has_for_each(v) for v in value.values()
+        )
+    if isinstance(value, list):
+        return any(_has_for_each(v) for v in value)
+    return False
+
+
+def _expand_section(
+    section: dict[str, Any], values: dict[str, str], parameter_names: set[str], outer: list[str], where: str
+) -> dict[str, Any]:
+    """A mapping with each of its loops replaced by what the loop generates (inner loops first)."""
+    result: dict[str, Any] = {}
+    for key, value in section.items():
+        generated = _expand_loop(key, value, values, parameter_names, outer, where) if _is_loop(key) else {key: value}
+        for name, entry in generated.items():
+            if name in result:
+                raise TemplateError(f"{where}: Fn::ForEach generates {name}, which is already defined")
+            result[name] = entry
+    return result
+
+
+def _is_loop(key: Any) -> bool:
+    return isinstance(key, str) and key.startswith(FOR_EACH_PREFIX)
+
+
+def _expand_loop(
+    key: str, value: Any, values: dict[str, str], parameter_names: set[str], outer: list[str], where: str
+) -> dict[str, Any]:
+    name = key[len(FOR_EACH_PREFIX) :]
+    if not isinstance(value, list) or len(value) != 3 or not isinstance(value[2], dict):
+        raise TemplateError(f"{where}/{key}: layout is incorrect (needs [Identifier, Collection, {{body}}])")
+    identifier, collection, body = value
+    if not isinstance(identifier, str) or not identifier:
+        raise TemplateError(f"{where}/{key}: the identifier must be a non-empty string")
+    if len(outer) + 1 > _FOR_EACH_MAX_DEPTH:
+        raise TemplateError(f"{where}/{key}: Fn::ForEach nests more than {_FOR_EACH_MAX_DEPTH} levels")
+    for taken, what in ((identifier, "identifier"), (name, "loop name")):
+        if taken in parameter_names:
+            raise TemplateError(f"{where}/{key}: the {what} {taken} is also a parameter's name")
+    if identifier in outer:
+        raise TemplateError(f"{where}/{key}: the identifier {identifier} is also an enclosing loop's")
+    items = _collection(collection, values, f"{where}/{key}")
+    generated: dict[str, Any] = {}
+    for item in items:
+        copy = _substitute_identifier(body, identifier, item)
+        for entry, definition in _expand_section(copy, values, parameter_names, [*outer, identifier], where).items():
+            if entry in generated:
+                raise TemplateError(f"{where}/{key}: Fn::ForEach generates {entry} twice")
+            generated[entry] = definition
+    return generated
+
+
+def _collection(collection: Any, values: dict[str, str], where: str) -> list[str]:
+    if isinstance(collection, dict) and set(collection) == {"Ref"} and collection["Ref"] in values:
+        text = values[collection["Ref"]]
+        return [item.strip() for item in text.split(",")] if text else []
+    if not isinstance(collection, list):
+        raise TemplateError(f"{where}: the collection must be a list or a Ref to a CommaDelimitedList parameter")
+    items = []
+    for item in collection:
+        if isinstance(item, bool):
+            items.append("true" if item else "false")
+        elif isinstance(item, str | int | float):
+            items.append(str(item))
+        else:
+            raise TemplateError(f"{where}: collection items must be strings, not {item!r}")
+    return items
+
+
+def _substitute_identifier(value: Any, identifier: str, item: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("${" + identifier + "}", item).replace(
+            "&{" + identifier + "}", re.sub(r"[^A-Za-z0-9]", "", item)
+        )
+    if isinstance(value, dict):
+        if value == {"Ref": identifier}:
+            return item
+        return {
+            _substitute_identifier(k, identifier, item): _substitute_identifier(v, identifier, item)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_substitute_identifier(v, identifier, item) for v in value]
+    return value
+
+
 # ---------------------------------------------------------------- what the stack creates
 
 
@@ -159,13 +286,14 @@ class Template:
     def __init__(self, path: Path | str, parameter_overrides: dict[str, str] | None = None):
         self.path = Path(path).resolve()
         self.base_dir = self.path.parent
-        self.document = load_yaml(self.path)
-        self.resources: dict[str, dict[str, Any]] = self.document.get("Resources") or {}
-        self.globals: dict[str, Any] = self.document.get("Globals") or {}
+        document = load_yaml(self.path)
         self.parameters = {
-            name: str(spec.get("Default", "")) for name, spec in (self.document.get("Parameters") or {}).items()
+            name: str(spec.get("Default", "")) for name, spec in (document.get("Parameters") or {}).items()
         }
         self.parameters.update(parameter_overrides or {})
+        self.document = expand_for_each(document, self.parameters)
+        self.resources: dict[str, dict[str, Any]] = self.document.get("Resources") or {}
+        self.globals: dict[str, Any] = self.document.get("Globals") or {}
 
     def of_type(self, *types: str) -> dict[str, dict[str, Any]]:
         return {lid: res for lid, res in self.resources.items() if res.get("Type") in types}
@@ -217,11 +345,13 @@ class Template:
 
     def _function(self, logical_id: str) -> FunctionSpec:
         props = {**(self.globals.get("Function") or {}), **self.properties(logical_id)}
-        if "CodeUri" not in props or not isinstance(props["CodeUri"], str):
+        # A mapping may give the folder (Fn::FindInMap), as for functions declared in an Fn::ForEach.
+        code_uri = self.resolve(props.get("CodeUri"))
+        if not isinstance(code_uri, str):
             raise TemplateError(f"{logical_id}: CodeUri must be a local folder")
         return FunctionSpec(
             logical_id=logical_id,
-            code_dir=(self.base_dir / props["CodeUri"]).resolve(),
+            code_dir=(self.base_dir / code_uri).resolve(),
             handler=str(props.get("Handler", "app.handler")),
             timeout_seconds=int(self.resolve(props.get("Timeout", 3))),
             memory_mb=int(self.resolve(props.get("MemorySize", 128))),
@@ -298,13 +428,24 @@ class Template:
             "Fn::And": lambda a: all(self._truth(c) for c in a),
             "Fn::Or": lambda a: any(self._truth(c) for c in a),
             "Condition": self.condition,
-            "Fn::FindInMap": lambda a: self.document["Mappings"][self.resolve(a[0])][self.resolve(a[1])][
-                self.resolve(a[2])
-            ],
+            "Fn::FindInMap": self._find_in_map,
+            # AWS::LanguageExtensions
+            "Fn::ToJsonString": lambda a: json.dumps(self.resolve(a), separators=(",", ":")),
+            "Fn::Length": lambda a: len(self.resolve(a)),
         }
         if name not in functions:
             raise TemplateError(f"unsupported intrinsic function {name}")
         return functions[name](arg)
+
+    def _find_in_map(self, arg: list[Any]) -> Any:
+        """Fn::FindInMap, with the DefaultValue AWS::LanguageExtensions allows as a fourth argument."""
+        keys = [self.resolve(key) for key in arg[:3]]
+        try:
+            return self.document["Mappings"][keys[0]][keys[1]][keys[2]]
+        except (KeyError, TypeError):
+            if len(arg) == 4 and isinstance(arg[3], dict) and "DefaultValue" in arg[3]:
+                return self.resolve(arg[3]["DefaultValue"])
+            raise TemplateError(f"Fn::FindInMap finds nothing at {keys}") from None
 
     def _truth(self, value: Any) -> bool:
         return bool(self.resolve(value))
@@ -415,3 +556,16 @@ def _simple_table(logical_id: str, props: dict[str, Any]) -> TableSpec:
             "BillingMode": "PAY_PER_REQUEST",
         },
     )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m canvas_local.template [TEMPLATE]`: the template with its Fn::ForEach loops expanded, as JSON
+    (what checkov scans in `make infra-check`, since it does not expand them itself)."""
+    args = sys.argv[1:] if argv is None else argv
+    path = Path(args[0] if args else "template.yaml")
+    json.dump(expand_for_each(load_yaml(path)), sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

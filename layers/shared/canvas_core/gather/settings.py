@@ -42,6 +42,17 @@ def _bool(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _search_api_key() -> str:
+    """SEARCH_API_KEY when set (offline, the embedded stack), else the secret SEARCH_API_KEY_SECRET_ARN names."""
+    key = (os.environ.get("SEARCH_API_KEY") or "").strip()
+    secret_arn = (os.environ.get("SEARCH_API_KEY_SECRET_ARN") or "").strip()
+    if key or not secret_arn:
+        return key
+    from canvas_core.secrets import secret_api_key
+
+    return secret_api_key(secret_arn, "search API key")
+
+
 def gather_settings() -> GatherSettings:
     env = os.environ.get
     d = GatherSettings()
@@ -52,7 +63,7 @@ def gather_settings() -> GatherSettings:
         web_max_redirects=int(env("WEB_MAX_REDIRECTS") or d.web_max_redirects),
         search_provider=(env("SEARCH_PROVIDER") or d.search_provider).strip().lower(),
         search_api_url=(env("SEARCH_API_URL") or "").strip(),
-        search_api_key=(env("SEARCH_API_KEY") or "").strip(),
+        search_api_key=_search_api_key(),
         search_max_results=int(env("SEARCH_MAX_RESULTS") or d.search_max_results),
         web_research_queries=int(env("WEB_RESEARCH_QUERIES") or d.web_research_queries),
         web_research_max_pages=int(env("WEB_RESEARCH_MAX_PAGES") or d.web_research_max_pages),

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from canvas_core.errors import BlockFatalError
+from canvas_core.observability import tracer
 from canvas_core.providers.base import Completion
 from canvas_core.providers.retry import TransientError, retry_backoff_seconds, with_retries
 from canvas_core.providers.roles import model_for_role
@@ -73,6 +74,7 @@ class OpenAIProvider:
         parts = [{"type": "text", "text": prompt}, {"type": "image_url", "image_url": {"url": url}}]
         return self._chat(self.model_for(role), system, parts)
 
+    @tracer.capture_method
     def _chat(self, model_id: str, system: str, content: str | list[dict[str, Any]]) -> Completion:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": content})
@@ -145,18 +147,6 @@ def _retry_after(value: str | None) -> float | None:
 
 @lru_cache(maxsize=4)
 def _secret_api_key(secret_arn: str) -> str:
-    from canvas_core.adapters.aws import client
+    from canvas_core.secrets import secret_api_key
 
-    try:
-        secret = client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
-    except Exception as exc:  # botocore's errors, without importing botocore here
-        raise BlockFatalError(f"The OpenAI API key secret could not be read ({type(exc).__name__})") from exc
-    try:
-        data = json.loads(secret)
-    except json.JSONDecodeError:
-        return secret.strip()
-    if isinstance(data, dict):
-        for name in ("api_key", "OPENAI_API_KEY", "apiKey", "key"):
-            if data.get(name):
-                return str(data[name])
-    raise BlockFatalError("The OpenAI API key secret holds JSON without an `api_key`")
+    return secret_api_key(secret_arn, "OpenAI API key", key_fields=("OPENAI_API_KEY",))
