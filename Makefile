@@ -15,25 +15,29 @@ VENV := .venv
 SAM_VENV := .venv-sam
 BIN := $(VENV)/bin
 SAM := $(SAM_VENV)/bin/sam
-SAM_CLI_SPEC ?= aws-sam-cli>=1.140
+SAM_CLI_SPEC ?= aws-sam-cli>=1.150
+CHECKOV_VENV := .venv-checkov
+CHECKOV_SPEC ?= checkov>=3.2
 PIP_INSTALL := python -m pip install --no-input --progress-bar off
 ARGS ?=
 
 export SAM_CLI_TELEMETRY := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup run test lint format test-unit test-component test-statemachine test-e2e \
-	infra-check build bench clean distclean
+.PHONY: help setup run test lint lint-imports vulture format test-unit test-component test-statemachine test-e2e \
+	infra-check build lock bench clean distclean browser
 
 help:
 	@echo "make setup              create $(VENV) (project + dev tools) and $(SAM_VENV) (aws-sam-cli)"
+	@echo "make browser            install Debian's chromium and chromium-driver (the e2e portal tests) if missing"
 	@echo "                        (make run installs only what running needs: the project and moto)"
 	@echo "make run [ARGS=...]     start the embedded stack (canvas serve)"
 	@echo "make test               lint, unit, component, statemachine, e2e tests, infra-check"
-	@echo "make lint | format      ruff check and format check | apply ruff fixes and formatting"
+	@echo "make lint | format      ruff, import-linter's layers and vulture | apply ruff fixes and formatting"
 	@echo "make test-<tier>        one tier: unit, component, statemachine, e2e"
-	@echo "make infra-check        cfn-lint, sam validate --lint, scripts/check_asl.py"
-	@echo "make build              sam build (no container)"
+	@echo "make infra-check        cfn-lint, sam validate --lint, check_asl.py, the locks, checkov"
+	@echo "make build              sam build (no container), then bytecode for everything built"
+	@echo "make lock               pin the layer's and functions' dependencies (requirements.lock)"
 	@echo "make bench              python -m bench"
 	@echo "make clean | distclean  remove build and cache files | and both virtual environments"
 
@@ -58,6 +62,23 @@ $(SAM_VENV)/.installed:
 	$(SAM_VENV)/bin/$(PIP_INSTALL) '$(SAM_CLI_SPEC)'
 	touch $@
 
+# checkov too: it pins boto3 and packaging to versions older than the project's.
+$(CHECKOV_VENV)/.installed:
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/$(PIP_INSTALL) '$(CHECKOV_SPEC)'
+	touch $@
+
+# Debian's chromium and its chromedriver for the browser tests (tests/e2e/test_portal_browser.py): the tests
+# start them from /usr/bin, so nothing is downloaded at test time. Nothing to do when both are there.
+BROWSER_PACKAGES := chromium chromium-driver
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(BROWSER_PACKAGES); \
+	fi
+
 # ---- run --------------------------------------------------------------------------------------------
 
 run: $(VENV)/.installed-run
@@ -76,6 +97,13 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(MAKE) --no-print-directory lint-imports vulture
+
+lint-imports: setup
+	$(BIN)/lint-imports --no-logo
+
+vulture: setup
+	$(BIN)/vulture
 
 format: setup
 	$(BIN)/ruff check --fix .
@@ -90,23 +118,40 @@ test-component: setup
 test-statemachine: setup
 	$(BIN)/pytest tests/statemachine -q
 
-test-e2e: setup
+test-e2e: setup browser
 	$(BIN)/pytest tests/e2e -q
 
-infra-check: setup
-	$(BIN)/cfn-lint template.yaml
+# cfn-lint runs with the serverless rules (cfn-lint-serverless). WS1004 is skipped: every function writes to its
+# own log group with retention through LoggingConfig (tests/unit/test_template.py checks it), which the rule does
+# not read (it knows only /aws/lambda/<function name> groups); other skips sit beside their resource. checkov runs
+# offline on the template with its Fn::ForEach loops expanded (it does not expand them); its skips are justified
+# in .checkov.yaml. lock_requirements.py checks the locks against the ranges.
+infra-check: setup $(CHECKOV_VENV)/.installed
+	$(BIN)/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules --ignore-checks WS1004
 	$(SAM) validate --lint
 	$(BIN)/python scripts/check_asl.py
+	$(BIN)/python scripts/lock_requirements.py
+	mkdir -p .aws-sam && $(BIN)/python -m canvas_local.template template.yaml > .aws-sam/template.expanded.json
+	$(CHECKOV_VENV)/bin/checkov --quiet --compact --skip-download --config-file .checkov.yaml \
+		--file .aws-sam/template.expanded.json
 
 # ---- build ------------------------------------------------------------------------------------------
 
+# The built functions and layer get unchecked-hash bytecode in place (the layer's Makefile compiles its own too):
+# `sam build` zips sources with 1980 timestamps, which would make timestamp-checked bytecode stale on every cold
+# start. `sam deploy` then packages .aws-sam/build as it is.
 build: setup
 	PATH="$(PYTHON_DIR):$$PATH" $(SAM) build
+	$(PYTHON) -m compileall -q -f -j 0 --invalidation-mode unchecked-hash .aws-sam/build
+
+# Pin the layer's and the functions' dependencies (requirements.lock beside each requirements.txt).
+lock: setup
+	$(BIN)/python scripts/lock_requirements.py --write --python $(PYTHON)
 
 clean:
-	rm -rf .aws-sam .pytest_cache .ruff_cache build dist
+	rm -rf .aws-sam .pytest_cache .ruff_cache .import_linter_cache .grimp_cache .mypy_cache build dist
 	find . -path ./$(VENV) -prune -o -path ./$(SAM_VENV) -prune -o -name __pycache__ -type d -print \
 		| xargs rm -rf
 
 distclean: clean
-	rm -rf $(VENV) $(SAM_VENV)
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV)

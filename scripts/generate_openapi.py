@@ -14,15 +14,52 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "docs" / "openapi.json"
 
-# function folder → (method, success model, error statuses, summary)
+# (function folder, method) → (success model, error statuses, summary); a folder may serve several methods.
 ROUTES = {
-    "create_run": ("post", "CreateRunResponse", [400, 401, 402, 413, 415, 429, 500], "Create a run"),
-    "get_run": ("get", "RunStatusResponse", [400, 401, 404, 500], "Get run status and results"),
-    "list_runs": ("get", "ListRunsResponse", [400, 401, 500], "List the caller's runs, newest first (extension)"),
-    "get_canvas_dag": ("get", "CanvasDagResponse", [400, 401, 404, 500], "Get the canvas DAG"),
-    "get_canvas_tasks": ("get", "TaskTreeResponse", [400, 401, 404, 500], "Get the task tree"),
-    "get_canvas_task": ("get", "TaskView", [400, 401, 404, 500], "Get a single task"),
+    ("create_run", "post"): ("CreateRunResponse", [400, 401, 402, 413, 415, 429, 500], "Create a run"),
+    ("get_run", "get"): ("RunStatusResponse", [400, 401, 404, 500], "Get run status and results"),
+    ("list_runs", "get"): ("ListRunsResponse", [400, 401, 500], "List the caller's runs, newest first (extension)"),
+    ("get_canvas_dag", "get"): ("CanvasDagResponse", [400, 401, 404, 500], "Get the canvas DAG"),
+    ("get_canvas_tasks", "get"): ("TaskTreeResponse", [400, 401, 404, 500], "Get the task tree"),
+    ("get_canvas_task", "get"): ("TaskView", [400, 401, 404, 500], "Get a single task"),
+    ("api_keys", "get"): ("ApiKeyList", [401, 500], "List the account's API keys (extension)"),
+    ("api_keys", "post"): ("CreatedApiKey", [401, 500], "Create an API key, shown once (extension)"),
+    ("api_keys", "delete"): ("ApiKeyView", [400, 401, 404, 500], "Revoke an API key (extension)"),
+    ("account", "get"): ("AccountView", [401, 500], "Get the account's credits, usage and limits (extension)"),
+    # A folder serving several routes of one method names each route.
+    ("webhook_endpoints", "post", "/v1/webhook_endpoints"): (
+        "WebhookEndpointCreated",
+        [400, 401, 409, 413, 415, 500],
+        "Add a webhook endpoint; its signing secret is shown once (extension)",
+    ),
+    ("webhook_endpoints", "get", "/v1/webhook_endpoints"): (
+        "WebhookEndpointList",
+        [401, 500],
+        "List the account's webhook endpoints (extension)",
+    ),
+    ("webhook_endpoints", "delete", "/v1/webhook_endpoints/{endpoint_id}"): (
+        "WebhookEndpointDeleted",
+        [400, 401, 404, 500],
+        "Delete a webhook endpoint (extension)",
+    ),
+    ("webhook_endpoints", "post", "/v1/webhook_endpoints/{endpoint_id}/rotate_secret"): (
+        "WebhookEndpointCreated",
+        [400, 401, 404, 500],
+        "Replace a webhook endpoint's signing secret, shown once (extension)",
+    ),
+    ("webhook_endpoints", "post", "/v1/webhook_endpoints/{endpoint_id}/ping"): (
+        "WebhookPingSent",
+        [400, 401, 404, 409, 500],
+        "Send a webhook.ping event to an endpoint (extension)",
+    ),
+    ("webhook_endpoints", "get", "/v1/webhook_endpoints/{endpoint_id}/deliveries"): (
+        "WebhookDeliveryList",
+        [400, 401, 404, 500],
+        "List an endpoint's recent delivery attempts, newest first (extension)",
+    ),
 }
+# Where the success models live (canvas_core.models.<module>).
+MODEL_MODULES = ("api", "accounts", "webhooks")
 
 CREATE_FORM = {
     "type": "object",
@@ -41,6 +78,21 @@ CREATE_FORM = {
     },
 }
 
+WEBHOOK_ENDPOINT_FORM = {
+    "type": "object",
+    "required": ["url"],
+    "properties": {
+        "url": {"type": "string", "format": "uri", "maxLength": 2048},
+        "events": {
+            "description": "Event types to deliver (default all): a list, or in a form a comma-separated string",
+            "oneOf": [
+                {"type": "array", "items": {"$ref": "#/components/schemas/WebhookEventType"}},
+                {"type": "string"},
+            ],
+        },
+    },
+}
+
 # Statuses a client may retry later; the answer says when (canvas_core.errors: retry_after_seconds).
 RETRY_AFTER = {
     "Retry-After": {
@@ -51,21 +103,20 @@ RETRY_AFTER = {
 
 
 def build() -> dict:
-    from canvas_core.models import api as models
-
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     document: dict = {}
     schemas: dict = {}
-    for folder, (method, model_name, errors, summary) in ROUTES.items():
-        path = ROOT / "functions" / "api" / folder / "app.py"
-        spec = importlib.util.spec_from_file_location(f"openapi_{folder}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        part = json.loads(module.app.get_openapi_json_schema(title="Canvas Run Service", version="1.0.0"))
+    parts: dict[str, dict] = {}
+    for (folder, method, *only), (model_name, errors, summary) in ROUTES.items():
+        if folder not in parts:
+            parts[folder] = _openapi_of(folder)
+        part = parts[folder]
         if not document:
             document = {k: v for k, v in part.items() if k not in ("paths", "components")}
             document["paths"] = {}
         for route, operations in part["paths"].items():
+            if method not in operations or (only and route != only[0]):
+                continue
             operation = operations[method]
             operation["summary"] = summary
             operation["security"] = [{"ApiKey": []}]
@@ -81,8 +132,16 @@ def build() -> dict:
                         "application/x-www-form-urlencoded": {"schema": CREATE_FORM},
                     },
                 }
+            if (folder, method, *only) == ("webhook_endpoints", "post", "/v1/webhook_endpoints"):
+                operation["requestBody"] = {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": WEBHOOK_ENDPOINT_FORM},
+                        "application/x-www-form-urlencoded": {"schema": WEBHOOK_ENDPOINT_FORM},
+                    },
+                }
             document["paths"].setdefault(route, {})[method] = operation
-        model = getattr(models, model_name)
+        model = _model(model_name)
         model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas |= model_schema.pop("$defs", {})
         schemas[model_name] = model_schema
@@ -97,6 +156,19 @@ def build() -> dict:
     }
     document["paths"] = dict(sorted(document["paths"].items()))
     return document
+
+
+def _openapi_of(folder: str) -> dict:
+    path = ROOT / "functions" / "api" / folder / "app.py"
+    spec = importlib.util.spec_from_file_location(f"openapi_{folder}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return json.loads(module.app.get_openapi_json_schema(title="Canvas Run Service", version="1.0.0"))
+
+
+def _model(name: str) -> type:
+    modules = [importlib.import_module(f"canvas_core.models.{module}") for module in MODEL_MODULES]
+    return next(getattr(module, name) for module in modules if hasattr(module, name))
 
 
 def _response(model_name: str, description: str, data: bool = False) -> dict:

@@ -1,5 +1,6 @@
-"""`canvas serve`: the whole service on this machine (see stack.py), until Ctrl-C. `create-key` and `revoke-key`
-manage keys in a deployment's tables; `run`, `wait`, `status`, ... use a running service (canvas_local/client/)."""
+"""`canvas serve`: the whole service on this machine (see stack.py), until Ctrl-C. `create-account`,
+`grant-credits`, `create-key`, `list-keys` and `revoke-key` manage accounts and keys in a deployment's tables
+(canvas_local/admin.py); `run`, `wait`, `status`, ... use a running service (canvas_local/client/)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from canvas_local import admin
 from canvas_local.client import commands as client_commands
 from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.lambda_runtime import DEFAULT_CONCURRENCY
@@ -52,14 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"execution environments per function, one invocation each at a time (default {DEFAULT_CONCURRENCY})",
     )
-    serve.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE, help=argparse.SUPPRESS)
-    create = commands.add_parser(
-        "create-key",
-        help="create an account and its API key in the tables named by ACCOUNTS_TABLE_NAME and API_KEYS_TABLE_NAME",
+    serve.add_argument(
+        "--webhook-allow-private-addresses",
+        action="store_true",
+        help="let webhook endpoints be on loopback and private addresses (refused by default; metadata stays refused)",
     )
-    create.add_argument("--credits", type=int, default=None, help="starting credits (default 5000)")
-    revoke = commands.add_parser("revoke-key", help="revoke an API key (read from standard input)")
-    revoke.set_defaults(command="revoke-key")
+    serve.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE, help=argparse.SUPPRESS)
+    # create-account, grant-credits, create-key, list-keys, revoke-key: a deployment's tables (canvas_local/admin.py)
+    admin.register(commands)
     # run, wait, status, download, runs, dag, tasks: a running service, over HTTP (canvas_local/client/)
     client_commands.register(commands)
     return parser
@@ -87,6 +89,8 @@ def serve(args: argparse.Namespace) -> int:
     overrides = {}
     if args.max_concurrent_runs is not None:
         overrides["MaxConcurrentRunsPerAccount"] = str(args.max_concurrent_runs)
+    if args.webhook_allow_private_addresses:
+        overrides["WebhookAllowPrivateAddresses"] = "true"
     from canvas_local.stack import LocalStack  # moto and the handlers: only `serve` needs them
     from canvas_local.state_dir import StateDirError
 
@@ -119,6 +123,8 @@ def serve(args: argparse.Namespace) -> int:
             print("State is kept in memory and lost when this process stops (--state-dir DIR keeps it)", flush=True)
         else:
             print(f"State is kept in {args.state_dir}", flush=True)
+        print(f"Developer portal: {stack.base_url}/portal", flush=True)
+        print(f"AWS endpoint (for admin commands' --endpoint-url): {stack.endpoint_url}", flush=True)
         while not stopping.wait(1):
             pass
         print("Shutting down: runs in flight are ended as failed", flush=True)
@@ -127,41 +133,12 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def create_key(args: argparse.Namespace) -> int:
-    """Against a deployed stack: AWS credentials and region from the environment, as for the AWS CLI."""
-    from canvas_core.auth import STARTING_CREDITS, create_account_with_key
-
-    account_id, api_key = create_account_with_key(credits=STARTING_CREDITS if args.credits is None else args.credits)
-    print(f"account_id: {account_id}")
-    print(f"api_key: {api_key}  (shown once; only its hash is stored)")
-    return 0
-
-
-def revoke_key(_: argparse.Namespace) -> int:
-    from canvas_core.adapters.store import ConditionFailed, Store
-    from canvas_core.auth import hash_api_key
-
-    api_key = sys.stdin.readline().strip()
-    if not api_key:
-        print("revoke-key: give the key on standard input", file=sys.stderr)
-        return 2
-    try:
-        Store().revoke_api_key(hash_api_key(api_key))
-    except ConditionFailed:
-        print("revoke-key: no such key", file=sys.stderr)
-        return 1
-    print("revoked")
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "client_command"):
         return args.client_command(args)
-    if args.command == "create-key":
-        return create_key(args)
-    if args.command == "revoke-key":
-        return revoke_key(args)
+    if hasattr(args, "admin_command"):
+        return admin.run(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # moto's server and the AWS clients log every call the handlers make; the front door's log says what
     # the client did, and the handlers log through Powertools.

@@ -23,6 +23,7 @@ from canvas_local.events import ExecutionWatcher
 from canvas_local.frontdoor import FrontDoor
 from canvas_local.lambda_runtime import ACCOUNT_ID, DEFAULT_CONCURRENCY, REGION, LocalFunction
 from canvas_local.moto_server import MotoServer
+from canvas_local.queues import QueuePollers
 from canvas_local.state_dir import StateDir, runs_left_running
 from canvas_local.template import FunctionSpec, Template, TemplateError
 
@@ -51,6 +52,7 @@ def seed_generated_account() -> tuple[str, str]:
 OPERATOR_PREFIXES = ("OPENAI_", "SEARCH_", "WEB_", "YOUTUBE_", "DEEP_RESEARCH_", "ZIP_", "IMAGE_")
 OPERATOR_NAMES = frozenset(
     {"MODEL_RETRY_BACKOFF_SECONDS", "BLOCK_TIMEOUT_SECONDS", "DOWNLOAD_URL_TTL_SECONDS", "MAX_PROMPT_CHARS"}
+    | {"WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "WEBHOOK_RETRY_TIME_SCALE", "WEBHOOK_TIMEOUT_SECONDS"}
 )
 
 
@@ -65,6 +67,8 @@ SNAPSHOT_SECONDS = 60
 # How long `stop` lets runs in flight end through the state machine before ending them itself.
 STOP_GRACE_SECONDS = 6
 STOPPED_RUN_REASON = "The embedded stack stopped while this run was in flight"
+# How long `stop` lets the webhook deliveries that are due (the stopped runs' endings among them) go out.
+WEBHOOK_DRAIN_SECONDS = 3
 
 
 class LocalStack:
@@ -108,6 +112,7 @@ class LocalStack:
         self._moto: MotoServer | None = None
         self._front_door: FrontDoor | None = None
         self._watcher: ExecutionWatcher | None = None
+        self._queues: QueuePollers | None = None
         self._saved_environ: dict[str, str | None] = {}
         self._snapshots: _Snapshots | None = None
         self._restored_items = False
@@ -148,13 +153,25 @@ class LocalStack:
         """DescribeExecution once the execution has left RUNNING; TimeoutError if it has not in time."""
         sfn = self.client("stepfunctions")
         deadline = time.monotonic() + timeout
-        while True:
-            described = sfn.describe_execution(executionArn=execution_arn)
-            if described["status"] != "RUNNING":
-                return described
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{execution_arn} still RUNNING after {timeout}s")
-            time.sleep(0.05)
+        # Woken by the interpreter's ending hook rather than asking moto 20 times a second, which would take the
+        # Step Functions lock and the interpreter's time from the runs being measured.
+        ended = threading.Event()
+
+        def on_end(arn: str) -> None:
+            if arn == execution_arn:
+                ended.set()
+
+        moto_patch.on_execution_end(on_end)
+        try:
+            while True:
+                described = sfn.describe_execution(executionArn=execution_arn)
+                if described["status"] != "RUNNING":
+                    return described
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{execution_arn} still RUNNING after {timeout}s")
+                ended.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+        finally:
+            moto_patch.remove_execution_listener(on_end)
 
     # -------------------------------------------------- lifecycle
 
@@ -187,6 +204,7 @@ class LocalStack:
             self._apply_environment(specs)
             self._provision(state_machines)
             self.functions.update({spec.logical_id: spec.local_function(self.function_concurrency) for spec in specs})
+            self._start_queues()
             moto_patch.install(self._resolve_function)
             moto_patch.install_item_level_transactions()
             self._start_watcher()
@@ -214,6 +232,11 @@ class LocalStack:
         if self._snapshots is not None:
             self._snapshots.stop()
             self._snapshots = None
+        if self._queues is not None:
+            with contextlib.suppress(Exception):  # moto's server already gone: nothing can be delivered
+                self._queues.drain(WEBHOOK_DRAIN_SECONDS)
+            self._queues.stop()
+            self._queues = None
         for function in self.functions.values():
             function.close()
         moto_patch.uninstall(self._resolve_function)
@@ -237,6 +260,12 @@ class LocalStack:
         )
         self._watcher.start()
         moto_patch.on_execution_end(self._watcher.notify)
+
+    def _start_queues(self) -> None:
+        """SQS, EventBridge's queue targets and Lambda's SQS event sources (the webhook deliveries)."""
+        self._queues = QueuePollers(self.template, self.client, self.functions)
+        self._queues.provision()
+        self._queues.start()
 
     def _state_changed(self) -> None:
         if self._snapshots is not None:
@@ -286,6 +315,8 @@ class LocalStack:
                 "AWS_SECRET_ACCESS_KEY": "testing",
                 # moto's interpreter calls other services' integrations (e.g. dynamodb:putItem) on this port.
                 "MOTO_PORT": str(self._moto.get_host_and_port()[1]) if self._moto else "5000",
+                # Webhook events say they come from a development stack.
+                "WEBHOOK_LIVEMODE": "false",
             }
         )
         if self.provider == "bedrock":
@@ -304,6 +335,9 @@ class LocalStack:
         self.environment = merged
         _forget_cached_clients()
         priority.mark_api_calls()
+        if self._moto is not None:
+            # Every client built from now on in this process (handlers, stack, watcher) skips the socket.
+            self._moto.serve_in_process(boto3.DEFAULT_SESSION)
 
     def _restore_environment(self) -> None:
         for name, value in self._saved_environ.items():
@@ -451,3 +485,4 @@ def _forget_cached_clients() -> None:
         return
     aws.reset_clients()
     config.get_settings.cache_clear()
+    config.webhook_settings.cache_clear()

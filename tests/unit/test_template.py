@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,38 @@ API_FUNCTIONS = {
         "GET",
         "/v1/canvas/{canvas_id}/tasks/{task_id}",
     ),
+    # Extensions of the contract (docs/api.md).
+    "GetAccountFunction": ("functions/api/account", "GET", "/v1/account"),
 }
+# Functions that answer several routes: their folder, and each (method, path).
+ROUTED_FUNCTIONS = {
+    "ApiKeysFunction": (
+        "functions/api/api_keys",
+        [("GET", "/v1/api_keys"), ("POST", "/v1/api_keys"), ("DELETE", "/v1/api_keys/{key_id}")],
+    ),
+    # The developer portal and the canvas viewer (docs/portal.md).
+    "PortalFunction": (
+        "functions/portal",
+        [("GET", "/portal"), ("ANY", "/portal/{proxy+}"), ("GET", "/runs/{run_id}")],
+    ),
+    # Webhook endpoints (docs/webhooks.md).
+    "WebhookEndpointsFunction": (
+        "functions/api/webhook_endpoints",
+        [
+            ("POST", "/v1/webhook_endpoints"),
+            ("GET", "/v1/webhook_endpoints"),
+            ("DELETE", "/v1/webhook_endpoints/{endpoint_id}"),
+            ("POST", "/v1/webhook_endpoints/{endpoint_id}/rotate_secret"),
+            ("POST", "/v1/webhook_endpoints/{endpoint_id}/ping"),
+            ("GET", "/v1/webhook_endpoints/{endpoint_id}/deliveries"),
+        ],
+    ),
+}
+# Functions no route reaches, with their trigger's kind.
+QUEUE_FUNCTIONS = {"DeliverWebhooksFunction": "functions/webhooks/deliver_webhooks"}
 ORCHESTRATION_FUNCTIONS = {
     "PlanCanvasFunction": "functions/orchestration/plan_canvas",
     "FinalizeRunFunction": "functions/orchestration/finalize_run",
-    "FailBlockFunction": "functions/orchestration/fail_block",
     "WaitForInputsFunction": "functions/orchestration/wait_for_inputs",
     "ReleaseDependentsFunction": "functions/orchestration/release_dependents",
     "FailRunFunction": "functions/orchestration/fail_run",
@@ -44,7 +72,13 @@ BLOCK_FUNCTIONS = {
     "".join(part.capitalize() for part in block.split("_")) + "BlockFunction": f"functions/blocks/{block}_block"
     for block in BLOCK_TYPES
 }
-EXPECTED_CODE = {name: code for name, (code, _, _) in API_FUNCTIONS.items()} | ORCHESTRATION_FUNCTIONS | BLOCK_FUNCTIONS
+EXPECTED_CODE = (
+    {name: code for name, (code, _, _) in API_FUNCTIONS.items()}
+    | {name: code for name, (code, _) in ROUTED_FUNCTIONS.items()}
+    | ORCHESTRATION_FUNCTIONS
+    | BLOCK_FUNCTIONS
+    | QUEUE_FUNCTIONS
+)
 
 TABLES = {
     "AccountsTable": ("ACCOUNTS_TABLE_NAME", [("account_id", "HASH")]),
@@ -52,6 +86,7 @@ TABLES = {
     "RunsTable": ("RUNS_TABLE_NAME", [("run_id", "HASH")]),
     "CanvasesTable": ("CANVASES_TABLE_NAME", [("canvas_id", "HASH"), ("item_id", "RANGE")]),
     "TasksTable": ("TASKS_TABLE_NAME", [("canvas_id", "HASH"), ("task_id", "RANGE")]),
+    "WebhookEndpointsTable": ("WEBHOOK_ENDPOINTS_TABLE_NAME", [("endpoint_id", "HASH")]),
 }
 
 
@@ -70,7 +105,21 @@ GLOBAL_FUNCTION = TEMPLATE["Globals"]["Function"]
 
 
 def code_folder(function: dict[str, Any]) -> str:
-    return function["Properties"]["CodeUri"].rstrip("/")
+    code_uri = function["Properties"]["CodeUri"]
+    if isinstance(code_uri, dict):  # a block function's folder, from the BlockFunctions mapping
+        mapping, key, attribute = code_uri["Fn::FindInMap"]
+        code_uri = TEMPLATE["Mappings"][mapping][key][attribute]
+    return code_uri.rstrip("/")
+
+
+def referenced(value: Any) -> str | None:
+    """The logical id a `Ref` (or, in an Fn::ForEach body, a `!Sub "${Name}"`) names."""
+    if isinstance(value, dict) and "Ref" in value:
+        return value["Ref"]
+    if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
+        match = re.fullmatch(r"\$\{([A-Za-z0-9]+)\}", value["Fn::Sub"])
+        return match.group(1) if match else None
+    return None
 
 
 def defines_handler(app: Path) -> bool:
@@ -139,8 +188,10 @@ def test_the_api_routes_are_the_five_of_the_spec_and_the_runs_listing() -> None:
                 assert key not in routes, f"{key} is routed twice"
                 routes[key] = name
 
-    # Then they are the five routes and GET /v1/runs, each to its own function
-    assert routes == {(method, path): name for name, (_, method, path) in API_FUNCTIONS.items()}
+    # Then they are the five routes and the extensions, each to its own function
+    expected = {(method, path): name for name, (_, method, path) in API_FUNCTIONS.items()}
+    expected |= {route: name for name, (_, routes) in ROUTED_FUNCTIONS.items() for route in routes}
+    assert routes == expected
 
 
 def test_no_policy_grants_full_access() -> None:
@@ -151,14 +202,14 @@ def test_every_function_logs_to_its_own_log_group_with_retention() -> None:
     log_groups = []
     for name, function in FUNCTIONS.items():
         # Given the log group the function writes to
-        reference = function["Properties"].get("LoggingConfig", {}).get("LogGroup")
-        assert isinstance(reference, dict) and "Ref" in reference, f"{name} has no LoggingConfig.LogGroup"
-        log_group = RESOURCES[reference["Ref"]]
+        reference = referenced(function["Properties"].get("LoggingConfig", {}).get("LogGroup"))
+        assert reference in RESOURCES, f"{name} has no LoggingConfig.LogGroup"
+        log_group = RESOURCES[reference]
 
         # Then it is a log group of this template that expires its events
         assert log_group["Type"] == "AWS::Logs::LogGroup", name
         assert log_group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
-        log_groups.append(reference["Ref"])
+        log_groups.append(reference)
     assert len(set(log_groups)) == len(FUNCTIONS)
 
 
@@ -173,6 +224,20 @@ def test_tables_have_the_documented_keys_and_environment_variable(table: str) ->
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert RESOURCES[table]["DeletionPolicy"] == "Retain"
     assert GLOBAL_FUNCTION["Environment"]["Variables"][env_var] == {"Ref": table}
+
+
+def test_portal_sessions_expire_by_ttl_and_keys_can_be_listed_by_account() -> None:
+    from canvas_core.adapters.accounts import KEYS_BY_ACCOUNT_INDEX
+
+    # Given the sessions table (disposable, as the idempotency records) and the keys table's indexes
+    sessions = RESOURCES["PortalSessionsTable"]["Properties"]
+    key_indexes = {i["IndexName"]: i for i in RESOURCES["ApiKeysTable"]["Properties"]["GlobalSecondaryIndexes"]}
+
+    # Then sessions are found by their token's hash and deleted after `expires_at`, and keys by account
+    assert [(k["AttributeName"], k["KeyType"]) for k in sessions["KeySchema"]] == [("session_hash", "HASH")]
+    assert sessions["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert GLOBAL_FUNCTION["Environment"]["Variables"]["PORTAL_SESSIONS_TABLE_NAME"] == {"Ref": "PortalSessionsTable"}
+    assert key_indexes[KEYS_BY_ACCOUNT_INDEX]["KeySchema"] == [{"AttributeName": "account_id", "KeyType": "HASH"}]
 
 
 def test_runs_can_be_listed_by_account_on_an_attribute_every_run_carries() -> None:
@@ -221,10 +286,11 @@ def test_the_concurrent_run_limit_reaches_only_the_function_that_admits_runs() -
         if "MAX_CONCURRENT_RUNS" in ((function["Properties"].get("Environment") or {}).get("Variables") or {})
     ]
 
-    # Then it defaults to 10, at least 1, and only CreateRunFunction reads it
+    # Then it defaults to 10, at least 1, and only CreateRunFunction reads it, besides the two that show an
+    # account its limits (GET /v1/account and the portal)
     assert (parameter["Type"], parameter["Default"], parameter["MinValue"]) == ("Number", 10, 1)
     assert "MAX_CONCURRENT_RUNS" not in GLOBAL_FUNCTION["Environment"]["Variables"]
-    assert readers == ["CreateRunFunction"]
+    assert sorted(readers) == ["CreateRunFunction", "GetAccountFunction", "PortalFunction"]
     variables = FUNCTIONS["CreateRunFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["MAX_CONCURRENT_RUNS"] == {"Ref": "MaxConcurrentRunsPerAccount"}
 
@@ -232,7 +298,9 @@ def test_the_concurrent_run_limit_reaches_only_the_function_that_admits_runs() -
 def test_the_state_machine_may_invoke_exactly_the_functions_it_names() -> None:
     # Given the state machine's substitutions and its invoke policies
     properties = RESOURCES["RunCanvasStateMachine"]["Properties"]
-    substituted = {value["Fn::GetAtt"][0] for value in properties["DefinitionSubstitutions"].values()}
+    # A function is named by `!GetAtt F.Arn` or, in the block type -> function map, by `${F.Arn}` in a `!Sub`
+    named = re.findall(r"'Fn::GetAtt': \['(\w+)'|\$\{(\w+)\.Arn\}", str(properties["DefinitionSubstitutions"]))
+    substituted = {get_att or sub for get_att, sub in named}
     invokable = {
         policy["LambdaInvokePolicy"]["FunctionName"]["Ref"]
         for policy in properties["Policies"]
@@ -253,3 +321,86 @@ def test_the_artifacts_bucket_is_private_encrypted_and_tls_only() -> None:
     assert any(
         s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements
     )
+
+
+def test_webhook_deliveries_run_off_a_queue_with_partial_batch_failures_and_an_alarmed_dead_letter_queue() -> None:
+    # Given the delivery function's queue event, the queue, its dead-letter queue and the rule that fills it
+    (event,) = FUNCTIONS["DeliverWebhooksFunction"]["Properties"]["Events"].values()
+    queue = RESOURCES["WebhookQueue"]["Properties"]
+    rule = RESOURCES["RunStatusChangedRule"]["Properties"]
+    alarm = RESOURCES["WebhookDeadLetterQueueDepthAlarm"]["Properties"]
+
+    # Then failed messages are reported one by one, both queues are encrypted, and the DLQ's depth is alarmed
+    assert event["Type"] == "SQS"
+    assert event["Properties"]["Queue"] == {"Fn::GetAtt": ["WebhookQueue", "Arn"]}
+    assert event["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["WebhookDeadLetterQueue", "Arn"]}
+    assert queue["SqsManagedSseEnabled"] and RESOURCES["WebhookDeadLetterQueue"]["Properties"]["SqsManagedSseEnabled"]
+    # Lambda's SQS event source asks for a visibility timeout of at least six times the function's
+    assert queue["VisibilityTimeout"] >= 6 * FUNCTIONS["DeliverWebhooksFunction"]["Properties"]["Timeout"]
+    assert rule["EventPattern"] == {"source": ["canvas-run-service"], "detail-type": ["Run Status Changed"]}
+    assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": ["WebhookQueue", "Arn"]}
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    dlq_name = {"Fn::GetAtt": ["WebhookDeadLetterQueue", "QueueName"]}
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": dlq_name}]
+    # And private addresses stay refused unless the operator opts in
+    assert TEMPLATE["Parameters"]["WebhookAllowPrivateAddresses"]["Default"] == "false"
+    variables = GLOBAL_FUNCTION["Environment"]["Variables"]
+    assert variables["WEBHOOK_ALLOW_PRIVATE_ADDRESSES"] == {"Ref": "WebhookAllowPrivateAddresses"}
+
+
+def test_every_parameter_is_documented_in_the_readme() -> None:
+    # Given the README's configuration section
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    configuration = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+
+    # Then each parameter of the template is named there
+    missing = [name for name in TEMPLATE["Parameters"] if f"`{name}`" not in configuration]
+    assert missing == []
+
+
+def test_every_api_function_takes_the_reserved_concurrency_parameter() -> None:
+    # Given the functions API Gateway invokes
+    api_functions = [
+        name
+        for name, function in FUNCTIONS.items()
+        if any(e["Type"] == "Api" for e in (function["Properties"].get("Events") or {}).values())
+    ]
+
+    # Then each reserves ApiReservedConcurrency executions when it is set (0: none)
+    assert api_functions
+    for name in api_functions:
+        assert FUNCTIONS[name]["Properties"].get("ReservedConcurrentExecutions") == {
+            "Fn::If": ["HasApiReservedConcurrency", {"Ref": "ApiReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
+        }, name
+
+
+def test_runs_canvases_tasks_and_their_files_expire_after_the_retention() -> None:
+    # Then the tables the store writes `expires_at` on expire by it
+    for table in ("RunsTable", "CanvasesTable", "TasksTable"):
+        ttl = RESOURCES[table]["Properties"]["TimeToLiveSpecification"]
+        assert ttl == {"AttributeName": "expires_at", "Enabled": True}, table
+    # And the bucket's uploads, artifacts and spilled outputs expire after the same DataRetentionDays
+    rules = RESOURCES["ArtifactsBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    expiring = {rule["Prefix"]: rule["ExpirationInDays"] for rule in rules if "Prefix" in rule}
+    for prefix in ("uploads/", "artifacts/", "content/"):
+        assert expiring[prefix] == {"Ref": "DataRetentionDays"}, prefix
+    assert TEMPLATE["Parameters"]["DataRetentionDays"]["Default"] == 90
+    assert GLOBAL_FUNCTION["Environment"]["Variables"]["DATA_RETENTION_DAYS"] == {"Ref": "DataRetentionDays"}
+
+
+def test_fail_run_keeps_the_execution_endings_it_could_not_record() -> None:
+    properties = FUNCTIONS["FailRunFunction"]["Properties"]
+    event = properties["Events"]["ExecutionEnded"]["Properties"]
+
+    # Then both EventBridge's undelivered events and the function's failed invocations reach the queue
+    queue = {"Fn::GetAtt": ["FailRunDeadLetterQueue", "Arn"]}
+    assert event["DeadLetterConfig"] == {"Arn": queue}
+    assert event["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    assert properties["EventInvokeConfig"]["DestinationConfig"]["OnFailure"] == {"Type": "SQS", "Destination": queue}
+    # And an alarm watches the queue and the rule's failed invocations
+    assert (
+        RESOURCES["FailRunDeadLetterQueueDepthAlarm"]["Properties"]["MetricName"]
+        == "ApproximateNumberOfMessagesVisible"
+    )
+    assert RESOURCES["FailRunRuleFailedInvocationsAlarm"]["Properties"]["MetricName"] == "FailedInvocations"

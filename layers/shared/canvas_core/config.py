@@ -24,6 +24,10 @@ class Settings:
     max_file_bytes: int
     max_upload_bytes: int
     max_concurrent_runs: int
+    portal_sessions_table: str = "PortalSessionsTable"
+    portal_session_seconds: int = 12 * 3600
+    # Runs, canvases and tasks expire (DynamoDB TTL on expires_at) this many days after they were written.
+    data_retention_days: int = 90
 
 
 @lru_cache(maxsize=1)
@@ -46,4 +50,47 @@ def get_settings() -> Settings:
         max_file_bytes=int(env("MAX_FILE_BYTES", str(4 * 1024 * 1024))),
         max_upload_bytes=int(env("MAX_UPLOAD_BYTES", str(4 * 1024 * 1024))),
         max_concurrent_runs=int(env("MAX_CONCURRENT_RUNS", "10")),
+        portal_sessions_table=env("PORTAL_SESSIONS_TABLE_NAME", "PortalSessionsTable"),
+        portal_session_seconds=int(env("PORTAL_SESSION_SECONDS", str(12 * 3600))),
+        data_retention_days=int(env("DATA_RETENTION_DAYS", "90")),
     )
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """The webhook family's settings (docs/webhooks.md)."""
+
+    endpoints_table: str = "WebhookEndpointsTable"
+    deliveries_table: str = "WebhookDeliveriesTable"
+    queue_url: str = "WebhookQueue"  # a URL, or (the embedded stack) a queue name
+    dead_letter_queue_url: str = "WebhookDeadLetterQueue"
+    event_bus_name: str = "default"
+    # Every retry delay is multiplied by this: 1.0 in production, a small fraction to test the schedule fast.
+    retry_time_scale: float = 1.0
+    allow_private_addresses: bool = False
+    livemode: bool = True
+    timeout_seconds: float = 10.0
+
+
+@lru_cache(maxsize=1)
+def webhook_settings() -> WebhookSettings:
+    env = os.environ.get
+    d = WebhookSettings()
+    scale = float(env("WEBHOOK_RETRY_TIME_SCALE") or d.retry_time_scale)
+    if not 0 < scale <= 1:
+        raise ValueError(f"WEBHOOK_RETRY_TIME_SCALE must be in (0, 1], not {scale}")
+    return WebhookSettings(
+        endpoints_table=env("WEBHOOK_ENDPOINTS_TABLE_NAME") or d.endpoints_table,
+        deliveries_table=env("WEBHOOK_DELIVERIES_TABLE_NAME") or d.deliveries_table,
+        queue_url=env("WEBHOOK_QUEUE_URL") or d.queue_url,
+        dead_letter_queue_url=env("WEBHOOK_DEAD_LETTER_QUEUE_URL") or d.dead_letter_queue_url,
+        event_bus_name=env("EVENT_BUS_NAME") or d.event_bus_name,
+        retry_time_scale=scale,
+        allow_private_addresses=_true(env("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "false")),
+        livemode=_true(env("WEBHOOK_LIVEMODE", "true")),
+        timeout_seconds=float(env("WEBHOOK_TIMEOUT_SECONDS") or d.timeout_seconds),
+    )
+
+
+def _true(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")

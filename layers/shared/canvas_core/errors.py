@@ -102,6 +102,16 @@ class TaskNotFoundError(NotFoundError):
         super().__init__(f"Task not found: {task_id}")
 
 
+class WebhookEndpointNotFoundError(NotFoundError):
+    def __init__(self, endpoint_id: str):
+        super().__init__(f"Webhook endpoint not found: {endpoint_id}")
+
+
+class TooManyWebhookEndpointsError(ConflictError):
+    def __init__(self, limit: int):
+        super().__init__(f"Too many webhook endpoints: the limit is {limit} per account; delete one first")
+
+
 class CreditsExhaustedError(Exception):
     """A debit would take an account's balance below zero: nothing of that write happened."""
 

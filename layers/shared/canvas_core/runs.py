@@ -10,6 +10,7 @@ from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.adapters.aws import client
+from canvas_core.adapters.events import Events
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.clock import iso_utc, new_id, now_ms, parse_uuid
@@ -38,7 +39,7 @@ from canvas_core.models.api import (
 from canvas_core.models.base import Model
 from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus, Template
 from canvas_core.models.items import CanvasItem, RunError, RunItem, Upload
-from canvas_core.observability import logger
+from canvas_core.observability import count, logger
 
 
 def create_run(
@@ -47,8 +48,10 @@ def create_run(
     store: Store | None = None,
     files: ArtifactStore | None = None,
     executions: Executions | None = None,
+    events: Events | None = None,
 ) -> CreateRunResponse:
     store, files, executions = store or Store(), files or ArtifactStore(), executions or Executions()
+    events = events or Events()
     account = store.get_account(account_id)
     balance = int(account.get("credits_balance", 0)) if account else 0
     if balance <= 0:
@@ -104,15 +107,19 @@ def create_run(
         )
     except Exception:
         # A run whose execution never started must not look like it is running.
-        store.finish_run(
+        ended_at_ms = now_ms()
+        if store.finish_run(
             run_id,
             account_id,
             status=RunStatus.FAILED.value,
-            finished_at_ms=now_ms(),
+            finished_at_ms=ended_at_ms,
             errors=[RunError(error="The run could not be started; please try again", recoverable=True)],
-        )
+        ):
+            events.publish_run_status(account_id, run_id, RunStatus.FAILED.value, ended_at_ms)
         raise
+    events.publish_run_status(account_id, run_id, RunStatus.RUNNING.value, run.created_at_ms)
     logger.info("Run created", extra={"template": run.template, "files": len(uploads)})
+    count("RunsCreated", template=str(run.template))
     return CreateRunResponse(
         run_id=run_id,
         status=RunStatus.RUNNING.value,

@@ -18,6 +18,8 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from canvas_core.adapters.aws import client
+from canvas_core.adapters.usage import credits_used_counter, runs_counter
+from canvas_core.clock import now_ms
 from canvas_core.config import Settings, get_settings
 from canvas_core.errors import CreditsExhaustedError, StorageError
 from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem, RunSummaryItem, TaskItem
@@ -35,6 +37,11 @@ EDGE_PREFIX = "EDGE#"
 def _to_item(model: BaseModel, **extra: Any) -> dict[str, Any]:
     data = model.model_dump(mode="json", exclude_none=True) | extra
     return {k: _serializer.serialize(v) for k, v in data.items()}
+
+
+def expires_at(settings: Settings | None = None) -> int:
+    """When an item written now expires (its table's TTL): DATA_RETENTION_DAYS from now, in epoch seconds."""
+    return now_ms() // 1000 + (settings or get_settings()).data_retention_days * 86_400
 
 
 def _from_item(item: dict[str, Any]) -> dict[str, Any]:
@@ -72,6 +79,10 @@ class Store:
             self._ddb = client("dynamodb")
         return self._ddb
 
+    def _item(self, model: BaseModel, **extra: Any) -> dict[str, Any]:
+        """A run, canvas, node, edge or task as stored, with the `expires_at` its table's TTL reads."""
+        return _to_item(model, expires_at=expires_at(self.settings), **extra)
+
     # Accounts and keys
 
     def put_account(self, account_id: str, credits: int, created_at_ms: int) -> None:
@@ -88,7 +99,9 @@ class Store:
             found = self.ddb.get_item(TableName=self.settings.accounts_table, Key={"account_id": {"S": account_id}})
         return _from_item(found["Item"]) if "Item" in found else None
 
-    def put_api_key(self, key_hash: str, account_id: str, key_hint: str, created_at_ms: int) -> None:
+    def put_api_key(
+        self, key_hash: str, account_id: str, key_hint: str, created_at_ms: int, last_four: str | None = None
+    ) -> None:
         item = {
             "key_hash": key_hash,
             "account_id": account_id,
@@ -96,6 +109,8 @@ class Store:
             "status": "active",
             "created_at_ms": created_at_ms,
         }
+        if last_four is not None:
+            item["last_four"] = last_four
         with _dynamodb_errors():
             self.ddb.put_item(
                 TableName=self.settings.api_keys_table,
@@ -129,7 +144,10 @@ class Store:
             "Update": {
                 "TableName": self.settings.accounts_table,
                 "Key": {"account_id": {"S": run.account_id}},
-                "UpdateExpression": "SET active_runs = if_not_exists(active_runs, :zero) + :one",
+                # The month's run counter moves in the same write (GET /v1/account).
+                "UpdateExpression": (
+                    f"SET active_runs = if_not_exists(active_runs, :zero) + :one ADD {runs_counter()} :one"
+                ),
                 "ConditionExpression": (
                     "attribute_exists(account_id) AND (attribute_not_exists(active_runs) OR active_runs < :limit)"
                 ),
@@ -142,14 +160,14 @@ class Store:
                     {
                         "Put": {
                             "TableName": self.settings.canvases_table,
-                            "Item": _to_item(canvas, item_id=CANVAS_ITEM),
+                            "Item": self._item(canvas, item_id=CANVAS_ITEM),
                             "ConditionExpression": "attribute_not_exists(canvas_id)",
                         }
                     },
                     {
                         "Put": {
                             "TableName": self.settings.runs_table,
-                            "Item": _to_item(run),
+                            "Item": self._item(run),
                             "ConditionExpression": "attribute_not_exists(run_id)",
                         }
                     },
@@ -166,7 +184,7 @@ class Store:
         with _dynamodb_errors():
             self.ddb.put_item(
                 TableName=self.settings.runs_table,
-                Item=_to_item(run),
+                Item=self._item(run),
                 ConditionExpression="attribute_not_exists(run_id)",
             )
 
@@ -256,13 +274,15 @@ class Store:
         with _dynamodb_errors():
             self.ddb.put_item(
                 TableName=self.settings.canvases_table,
-                Item=_to_item(canvas, item_id=CANVAS_ITEM),
+                Item=self._item(canvas, item_id=CANVAS_ITEM),
                 ConditionExpression="attribute_not_exists(canvas_id)",
             )
 
     def put_graph(self, nodes: list[NodeItem], edges: list[EdgeItem], canvas_id: str) -> None:
-        items = [_to_item(n, item_id=NODE_PREFIX + n.block_id) for n in nodes]
-        items += [_to_item(e, canvas_id=canvas_id, item_id=f"{EDGE_PREFIX}{e.source_id}#{e.target_id}") for e in edges]
+        items = [self._item(n, item_id=NODE_PREFIX + n.block_id) for n in nodes]
+        items += [
+            self._item(e, canvas_id=canvas_id, item_id=f"{EDGE_PREFIX}{e.source_id}#{e.target_id}") for e in edges
+        ]
         self._batch_put(self.settings.canvases_table, items)
 
     def get_canvas(self, canvas_id: str) -> tuple[CanvasItem | None, list[NodeItem], list[EdgeItem]]:
@@ -354,7 +374,7 @@ class Store:
                         "ExpressionAttributeValues": _values(running="running"),
                     }
                 },
-                {"Put": {"TableName": self.settings.tasks_table, "Item": _to_item(tool_call_task)}},
+                {"Put": {"TableName": self.settings.tasks_table, "Item": self._item(tool_call_task)}},
             ]
         )
 
@@ -412,7 +432,9 @@ class Store:
                 "Update": {
                     "TableName": self.settings.accounts_table,
                     "Key": {"account_id": {"S": account_id}},
-                    "UpdateExpression": "SET credits_balance = credits_balance - :credits",
+                    "UpdateExpression": (
+                        f"SET credits_balance = credits_balance - :credits ADD {credits_used_counter()} :credits"
+                    ),
                     "ConditionExpression": "credits_balance >= :credits",
                     "ExpressionAttributeValues": _values(credits=credits),
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -522,7 +544,7 @@ class Store:
     # Tasks
 
     def put_tasks(self, tasks: list[TaskItem]) -> None:
-        self._batch_put(self.settings.tasks_table, [_to_item(t) for t in tasks])
+        self._batch_put(self.settings.tasks_table, [self._item(t) for t in tasks])
 
     def get_tasks(self, canvas_id: str) -> list[TaskItem]:
         tasks = [TaskItem.model_validate(i) for i in self._query_partition(self.settings.tasks_table, canvas_id)]

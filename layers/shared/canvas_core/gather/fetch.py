@@ -176,6 +176,28 @@ class Fetcher:
             )
         raise FetchRefusedError(f"Too many redirects (more than {self.settings.web_max_redirects}) from {url}")
 
+    def send(
+        self,
+        url: str,
+        *,
+        method: str = "POST",
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        max_bytes: int = CHUNK,
+        timeout: float | None = None,
+    ) -> Page:
+        """One request through the same checks, answered with whatever status came: no redirect is followed
+        (a 3xx is returned as it is) and no status is an error, for callers that judge the answer themselves."""
+        seconds = timeout or self.settings.web_fetch_timeout_seconds
+        scheme, host, port, path = self._target(url)
+        addresses = self.check_host(host, port)
+        deadline = time.monotonic() + seconds
+        status, response_headers, data = self._exchange(
+            scheme, host, port, path, addresses, method, body, headers or {}, max_bytes, deadline, url, seconds
+        )
+        media, charset = _content_type(response_headers.get("content-type", ""))
+        return Page(url=url, status=status, content_type=media, charset=charset, body=data, headers=response_headers)
+
     def check_url(self, url: str) -> None:
         """Refuse a URL the policy forbids, without connecting (resolves its host)."""
         _, host, port, _ = self._target(url)

@@ -1,0 +1,20 @@
+"""GET /v1/account: the caller's credits, this month's usage and limits (an extension of the contract)."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from canvas_core.accounts import get_account
+from canvas_core.api import caller_account, create_app, handle, ok
+from canvas_core.observability import correlation_paths, logger, tracer
+
+app = create_app()
+
+
+@app.get("/v1/account")
+def get_caller_account() -> dict:
+    return ok(get_account(caller_account(app)))
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    return handle(app, event, context)

@@ -1,0 +1,16 @@
+"""The developer portal (/portal) and the canvas viewer (/runs/{run_id}): pages, files and the pages' JSON."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from canvas_core.api import handle
+from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.portal.pages import with_security_headers
+from canvas_core.portal.routes import create_portal_app
+
+app = create_portal_app()
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+@tracer.capture_lambda_handler
+def handler(event: dict, context: LambdaContext) -> dict:
+    return with_security_headers(handle(app, event, context))

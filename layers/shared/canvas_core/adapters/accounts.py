@@ -1,0 +1,91 @@
+"""DynamoDB storage for what an account holder manages: the account's keys (listed through the key table's
+account index), its credit grants, and the portal's sessions (kept by the hash of their token, with a TTL).
+
+Every method raises domain errors or `ConditionFailed`, never ClientError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from canvas_core.adapters.store import ConditionFailed, Store, _dynamodb_errors, _from_item, _serializer, _values
+
+# The API keys table's index of an account's keys (template.yaml, ApiKeysTable).
+KEYS_BY_ACCOUNT_INDEX = "account_id-index"
+
+
+class AccountStore(Store):
+    # Keys
+
+    def list_api_keys(self, account_id: str) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "TableName": self.settings.api_keys_table,
+            "IndexName": KEYS_BY_ACCOUNT_INDEX,
+            "KeyConditionExpression": "account_id = :a",
+            "ExpressionAttributeValues": {":a": {"S": account_id}},
+        }
+        found: list[dict[str, Any]] = []
+        while True:
+            with _dynamodb_errors():
+                page = self.ddb.query(**kwargs)
+            found += [_from_item(item) for item in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                return found
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def touch_api_key(self, key_hash: str, used_at_ms: int, not_since_ms: int) -> bool:
+        """Record a key's use, unless one was recorded after `not_since_ms` (False then: nothing written)."""
+        try:
+            with _dynamodb_errors():
+                self.ddb.update_item(
+                    TableName=self.settings.api_keys_table,
+                    Key={"key_hash": {"S": key_hash}},
+                    UpdateExpression="SET last_used_at_ms = :now",
+                    ConditionExpression=(
+                        "attribute_exists(key_hash) AND "
+                        "(attribute_not_exists(last_used_at_ms) OR last_used_at_ms < :since)"
+                    ),
+                    ExpressionAttributeValues=_values(now=used_at_ms, since=not_since_ms),
+                )
+        except ConditionFailed:
+            return False
+        return True
+
+    # Credits
+
+    def grant_credits(self, account_id: str, credits: int) -> int:
+        """Add credits to an existing account's balance; the new balance. ConditionFailed when there is none."""
+        with _dynamodb_errors():
+            updated = self.ddb.update_item(
+                TableName=self.settings.accounts_table,
+                Key={"account_id": {"S": account_id}},
+                UpdateExpression="ADD credits_balance :credits",
+                ConditionExpression="attribute_exists(account_id)",
+                ExpressionAttributeValues=_values(credits=credits),
+                ReturnValues="UPDATED_NEW",
+            )
+        return int(_from_item(updated["Attributes"])["credits_balance"])
+
+    # Portal sessions
+
+    def put_session(self, session: dict[str, Any]) -> None:
+        with _dynamodb_errors():
+            self.ddb.put_item(
+                TableName=self.settings.portal_sessions_table,
+                Item={k: _serializer.serialize(v) for k, v in session.items()},
+                ConditionExpression="attribute_not_exists(session_hash)",
+            )
+
+    def get_session(self, session_hash: str) -> dict[str, Any] | None:
+        with _dynamodb_errors():
+            found = self.ddb.get_item(
+                TableName=self.settings.portal_sessions_table,
+                Key={"session_hash": {"S": session_hash}},
+                ConsistentRead=True,
+            )
+        return _from_item(found["Item"]) if "Item" in found else None
+
+    def delete_session(self, session_hash: str) -> None:
+        with _dynamodb_errors():
+            self.ddb.delete_item(
+                TableName=self.settings.portal_sessions_table, Key={"session_hash": {"S": session_hash}}
+            )

@@ -1,0 +1,204 @@
+"""DynamoDB storage for webhook endpoints (WebhookEndpointsTable, by endpoint id, with an index by account) and
+their delivery attempts (WebhookDeliveriesTable: an endpoint's partition, sorted by time, expiring after 30
+days). An account item counts its endpoints in `webhook_endpoints`, moved in the write that adds or removes
+one, so concurrent creates cannot pass the limit together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boto3.dynamodb.types import TypeSerializer
+
+from canvas_core.adapters.aws import client
+from canvas_core.adapters.store import ConditionFailed, _cancellation_reasons, _dynamodb_errors, _from_item, _values
+from canvas_core.config import WebhookSettings, get_settings, webhook_settings
+from canvas_core.models.webhooks import EndpointItem, EndpointStatus, WebhookDelivery
+
+ENDPOINTS_BY_ACCOUNT_INDEX = "account_id-index"
+DELIVERY_RETENTION_SECONDS = 30 * 24 * 3600
+COUNTER = "webhook_endpoints"
+
+_serializer = TypeSerializer()
+
+
+class WebhookStore:
+    def __init__(
+        self, settings: WebhookSettings | None = None, accounts_table: str | None = None, dynamodb: Any = None
+    ):
+        self.settings = settings or webhook_settings()
+        self._accounts_table = accounts_table
+        self._ddb = dynamodb
+
+    @property
+    def ddb(self) -> Any:
+        if self._ddb is None:
+            self._ddb = client("dynamodb")
+        return self._ddb
+
+    @property
+    def accounts_table(self) -> str:
+        return self._accounts_table or get_settings().accounts_table
+
+    # Endpoints
+
+    def add_endpoint(self, endpoint: EndpointItem, limit: int) -> bool:
+        """Store the endpoint and count it on its account, in one write; False, with nothing stored, when the
+        account has `limit` endpoints already."""
+        put = {
+            "Put": {
+                "TableName": self.settings.endpoints_table,
+                "Item": _item(endpoint),
+                "ConditionExpression": "attribute_not_exists(endpoint_id)",
+            }
+        }
+        count = {
+            "Update": {
+                "TableName": self.accounts_table,
+                "Key": {"account_id": {"S": endpoint.account_id}},
+                "UpdateExpression": f"SET {COUNTER} = if_not_exists({COUNTER}, :zero) + :one",
+                "ConditionExpression": (
+                    f"attribute_exists(account_id) AND (attribute_not_exists({COUNTER}) OR {COUNTER} < :limit)"
+                ),
+                "ExpressionAttributeValues": _values(zero=0, one=1, limit=limit),
+            }
+        }
+        try:
+            with _dynamodb_errors():
+                self.ddb.transact_write_items(TransactItems=[put, count])
+        except ConditionFailed as exc:
+            if "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+                raise
+            return False
+        return True
+
+    def get_endpoint(self, endpoint_id: str) -> EndpointItem | None:
+        with _dynamodb_errors():
+            found = self.ddb.get_item(
+                TableName=self.settings.endpoints_table,
+                Key={"endpoint_id": {"S": endpoint_id}},
+                ConsistentRead=True,
+            )
+        return _endpoint(found["Item"]) if "Item" in found else None
+
+    def list_endpoints(self, account_id: str) -> list[EndpointItem]:
+        """The account's endpoints, oldest first (a handful: one query)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.settings.endpoints_table,
+            "IndexName": ENDPOINTS_BY_ACCOUNT_INDEX,
+            "KeyConditionExpression": "account_id = :a",
+            "ExpressionAttributeValues": {":a": {"S": account_id}},
+        }
+        found: list[EndpointItem] = []
+        while True:
+            with _dynamodb_errors():
+                page = self.ddb.query(**kwargs)
+            found += [_endpoint(item) for item in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return sorted(found, key=lambda e: (e.created_at, e.endpoint_id))
+
+    def remove_endpoint(self, endpoint_id: str, account_id: str) -> bool:
+        """Delete the account's endpoint and uncount it, in one write; False when it is not the account's."""
+        delete = {
+            "Delete": {
+                "TableName": self.settings.endpoints_table,
+                "Key": {"endpoint_id": {"S": endpoint_id}},
+                "ConditionExpression": "account_id = :a",
+                "ExpressionAttributeValues": _values(a=account_id),
+            }
+        }
+        uncount = {
+            "Update": {
+                "TableName": self.accounts_table,
+                "Key": {"account_id": {"S": account_id}},
+                "UpdateExpression": f"SET {COUNTER} = {COUNTER} - :one",
+                "ConditionExpression": f"{COUNTER} > :zero",
+                "ExpressionAttributeValues": _values(one=1, zero=0),
+            }
+        }
+        try:
+            with _dynamodb_errors():
+                self.ddb.transact_write_items(TransactItems=[delete, uncount])
+        except ConditionFailed as exc:
+            if "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+                return False
+            # Nothing counted on the account: delete all the same; the count never goes below zero.
+            try:
+                with _dynamodb_errors():
+                    self.ddb.delete_item(**delete["Delete"])
+            except ConditionFailed:
+                return False
+        return True
+
+    def set_secret(self, endpoint_id: str, account_id: str, secret: str) -> EndpointItem | None:
+        """Replace the account's endpoint's secret; the endpoint after, or None when it is not the account's."""
+        return self._update(endpoint_id, account_id, "SET secret = :s", s=secret)
+
+    def disable_endpoint(self, endpoint_id: str, reason: str) -> bool:
+        found = self._update(
+            endpoint_id,
+            None,
+            "SET #st = :disabled, disabled_reason = :r",
+            disabled=EndpointStatus.DISABLED.value,
+            r=reason,
+        )
+        return found is not None
+
+    def _update(self, endpoint_id: str, account_id: str | None, expression: str, **values: Any) -> EndpointItem | None:
+        condition = "attribute_exists(endpoint_id)"
+        if account_id is not None:
+            condition += " AND account_id = :a"
+            values["a"] = account_id
+        kwargs: dict[str, Any] = {}
+        if "#st" in expression:
+            kwargs["ExpressionAttributeNames"] = {"#st": "status"}
+        try:
+            with _dynamodb_errors():
+                found = self.ddb.update_item(
+                    TableName=self.settings.endpoints_table,
+                    Key={"endpoint_id": {"S": endpoint_id}},
+                    UpdateExpression=expression,
+                    ConditionExpression=condition,
+                    ExpressionAttributeValues=_values(**values),
+                    ReturnValues="ALL_NEW",
+                    **kwargs,
+                )
+        except ConditionFailed:
+            return None
+        return _endpoint(found["Attributes"])
+
+    # Deliveries
+
+    def record_delivery(self, endpoint_id: str, delivery: WebhookDelivery, attempted_ms: int) -> None:
+        item = delivery.model_dump(mode="json", exclude_none=True) | {
+            "endpoint_id": endpoint_id,
+            "attempt_key": f"{attempted_ms:013d}#{delivery.event_id}#{delivery.attempt:02d}",
+            "expires_at": attempted_ms // 1000 + DELIVERY_RETENTION_SECONDS,
+        }
+        with _dynamodb_errors():
+            self.ddb.put_item(TableName=self.settings.deliveries_table, Item=_values_item(item))
+
+    def list_deliveries(self, endpoint_id: str, limit: int) -> list[WebhookDelivery]:
+        """The endpoint's most recent attempts, newest first."""
+        with _dynamodb_errors():
+            page = self.ddb.query(
+                TableName=self.settings.deliveries_table,
+                KeyConditionExpression="endpoint_id = :e",
+                ExpressionAttributeValues={":e": {"S": endpoint_id}},
+                ScanIndexForward=False,
+                Limit=limit,
+            )
+        return [WebhookDelivery.model_validate(_from_item(item)) for item in page["Items"]]
+
+
+def _item(endpoint: EndpointItem) -> dict[str, Any]:
+    return _values_item(endpoint.model_dump(mode="json", exclude_none=True))
+
+
+def _values_item(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(v) for k, v in data.items()}
+
+
+def _endpoint(item: dict[str, Any]) -> EndpointItem:
+    return EndpointItem.model_validate(_from_item(item))

@@ -1,0 +1,166 @@
+// The canvas viewer: the run's blocks as a DAG laid out by the server, coloured by status and updated in place
+// (classes and text only, no reload) every 1.5 s while the run is running; a block's details on click.
+"use strict";
+
+(() => {
+  const { call, el, notify } = Canvas;
+  const SVG = "http://www.w3.org/2000/svg";
+  const POLL_MS = 1500;
+  const runId = decodeURIComponent(window.location.pathname.split("/").filter(Boolean).pop());
+  const $ = (id) => document.getElementById(id);
+  let drawnIds = "";
+  let selected = null;
+  let nodesById = new Map();
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, String(value));
+    for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    return node;
+  }
+
+  function shorten(text, max) {
+    return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  }
+
+  function draw(view) {
+    const width = Math.max(view.width, 200);
+    const height = Math.max(view.height, 80);
+    const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
+      svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#b4bfd0" }));
+    const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Canvas blocks" },
+      svg("defs", {}, marker));
+    for (const edge of view.edges) {
+      root.append(svg("path", { class: "edge", d: edge.path, "marker-end": "url(#arrow)", "data-source": edge.source_id, "data-target": edge.target_id }));
+    }
+    for (const node of view.nodes) {
+      const group = svg("g", { class: `node status-${node.status}`, "data-node-id": node.id, "data-status": node.status, transform: `translate(${node.x} ${node.y})`, tabindex: 0 },
+        svg("title", {}, `${node.name} (${node.type}): ${node.status}`),
+        svg("rect", { width: view.node_width, height: view.node_height, rx: 8 }),
+        svg("circle", { class: "dot", cx: 14, cy: 18, r: 5 }),
+        svg("text", { x: 26, y: 22 }, shorten(node.name, 21)),
+        svg("text", { class: "kind", x: 14, y: 41 }, shorten(`${node.type} · ${node.status}`, 27)));
+      group.addEventListener("click", () => select(node.id));
+      group.addEventListener("keydown", (event) => { if (event.key === "Enter") select(node.id); });
+      root.append(group);
+    }
+    if (!view.nodes.length) {
+      root.append(svg("text", { x: 16, y: 40, class: "kind" }, "Planning the canvas…"));
+    }
+    $("graph").replaceChildren(root);
+  }
+
+  function update(view) {
+    for (const node of view.nodes) {
+      const group = document.querySelector(`g.node[data-node-id="${CSS.escape(node.id)}"]`);
+      if (!group || group.getAttribute("data-status") === node.status) continue;
+      group.setAttribute("class", `node status-${node.status}${node.id === selected ? " selected" : ""}`);
+      group.setAttribute("data-status", node.status);
+      group.querySelector("title").textContent = `${node.name} (${node.type}): ${node.status}`;
+      group.querySelector("text.kind").textContent = shorten(`${node.type} · ${node.status}`, 27);
+    }
+  }
+
+  function select(nodeId) {
+    selected = nodeId;
+    for (const group of document.querySelectorAll("g.node")) {
+      group.classList.toggle("selected", group.getAttribute("data-node-id") === nodeId);
+    }
+    showNode(nodesById.get(nodeId));
+  }
+
+  function showNode(node) {
+    if (!node) return;
+    $("node-name").textContent = node.name;
+    $("node-hint").hidden = true;
+    $("node-details").hidden = false;
+    $("node-type").textContent = node.type;
+    const status = $("node-status");
+    status.textContent = node.status;
+    status.className = `badge ${node.status}`;
+    $("node-credits").textContent = String(node.credits ?? 0);
+    $("node-models").textContent = (node.models_used || []).join(", ") || "–";
+    $("node-url").replaceChildren(node.url ? el("a", { href: node.url, rel: "noopener noreferrer", target: "_blank", text: shorten(node.url, 40) }) : "–");
+    $("node-error").textContent = node.error ? `Error: ${node.error}` : "";
+    const pending = node.status === "idle" || node.status === "running";
+    $("node-content").textContent = node.content || (pending ? "(no content yet)" : "(no content)");
+    const sources = (node.sources || []).map((source) => {
+      const label = source.title || source.file_name || source.url || "source";
+      const where = [source.page ? `page ${source.page}` : null, source.timestamp].filter(Boolean).join(", ");
+      const link = source.url && /^https?:/i.test(source.url)
+        ? el("a", { href: source.url, rel: "noopener noreferrer", target: "_blank", text: label })
+        : el("span", { text: label });
+      return el("li", {}, link, where ? ` (${where})` : null);
+    });
+    if (!sources.length) sources.push(el("li", { class: "muted none", text: "none" }));
+    $("node-sources").replaceChildren(...sources);
+  }
+
+  function taskList(tasks) {
+    return el("ul", {}, ...tasks.map((task) => el("li", { "data-task-id": task.task_id },
+      el("span", { class: `badge ${task.status}`, text: task.status }),
+      el("span", { text: task.name }),
+      task.children && task.children.length ? taskList(task.children) : null)));
+  }
+
+  function showRun(view) {
+    const run = view.run;
+    document.title = `${view.canvas_name || "Canvas"} · Canvas viewer`;
+    $("canvas-name").textContent = view.canvas_name || "Canvas";
+    const status = $("run-status");
+    status.textContent = run.status;
+    status.className = `badge ${run.status}`;
+    // The canvas is named after the prompt's first line: the prompt is shown when it says more.
+    const prompt = run.prompt.trim() === view.canvas_name ? "" : run.prompt;
+    $("run-prompt").textContent = prompt;
+    $("run-prompt").hidden = !prompt;
+    const progress = run.progress;
+    $("run-progress").textContent = progress
+      ? `${progress.tasks_completed}/${progress.tasks_total} tasks · ${Math.round(progress.elapsed_ms / 1000)} s`
+      : run.duration_ms != null ? `finished in ${Math.round(run.duration_ms / 1000)} s · ${run.metadata ? run.metadata.credits_consumed : 0} credits` : "";
+    const tasks = [...view.tasks.not_completed, ...view.tasks.completed];
+    $("tasks").replaceChildren(tasks.length ? taskList(tasks) : el("p", { class: "muted", text: "No tasks yet." }));
+    if (run.result) {
+      const artifacts = run.result.artifacts.map((artifact) => el("li", {},
+        el("a", { href: artifact.download_url, download: artifact.name, rel: "noopener noreferrer", text: artifact.name }),
+        ` (${artifact.type}, ${artifact.size_bytes.toLocaleString()} bytes)`));
+      $("artifacts").replaceChildren(artifacts.length ? el("ul", {}, ...artifacts) : el("p", { class: "muted", text: "No artifacts." }));
+      $("final-output").textContent = run.result.final_output;
+      $("result").hidden = false;
+    } else if (run.errors && run.errors.length) {
+      $("artifacts").replaceChildren(el("ul", {}, ...run.errors.map((e) => el("li", { text: e.error }))));
+      $("final-output").textContent = "";
+      $("result").hidden = false;
+    }
+  }
+
+  async function refresh() {
+    let view;
+    try {
+      view = await call("../portal/api/", "GET", `runs/${encodeURIComponent(runId)}/canvas`);
+    } catch (error) {
+      if (error.status === 401) {
+        window.location.assign("../portal");
+        return;
+      }
+      notify(error.message, "error");
+      window.setTimeout(refresh, POLL_MS * 2);
+      return;
+    }
+    notify("", "info");
+    nodesById = new Map(view.nodes.map((node) => [node.id, node]));
+    const ids = view.nodes.map((node) => node.id).join(",");
+    if (ids !== drawnIds) {
+      draw(view);
+      drawnIds = ids;
+      if (selected) select(selected);
+    } else {
+      update(view);
+    }
+    if (selected) showNode(nodesById.get(selected));
+    showRun(view);
+    if (view.run.status === "running") window.setTimeout(refresh, POLL_MS);
+  }
+
+  refresh();
+})();

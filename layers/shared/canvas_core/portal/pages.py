@@ -1,0 +1,62 @@
+"""The portal's files (assets/): HTML pages, CSS and JS, read once per container with importlib.resources and
+answered with the headers every portal response carries."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from aws_lambda_powertools.event_handler import Response
+
+from canvas_core.errors import NotFoundError
+
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+
+# Every portal answer: nothing inline runs, no framing, nothing cached (pages and data are per account).
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+
+
+class AssetNotFoundError(NotFoundError):
+    def __init__(self, name: str):
+        super().__init__(f"Not found: {name}")
+
+
+@cache
+def asset(name: str) -> tuple[bytes, str]:
+    """(bytes, content type) of a file of assets/; only plain names of the kinds served."""
+    suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
+    if "/" in name or "\\" in name or name.startswith(".") or suffix not in CONTENT_TYPES:
+        raise AssetNotFoundError(name)
+    try:
+        data = resources.files("canvas_core.portal").joinpath("assets", name).read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        raise AssetNotFoundError(name) from None
+    return data, CONTENT_TYPES[suffix]
+
+
+def asset_response(name: str) -> Response[str]:
+    data, content_type = asset(name)
+    return Response(status_code=200, content_type=content_type, body=data.decode("utf-8"))
+
+
+def with_security_headers(response: dict) -> dict:
+    """Add the headers to a proxy result (multiValueHeaders, as the REST resolver answers)."""
+    headers = response.setdefault("multiValueHeaders", {})
+    for name, value in SECURITY_HEADERS.items():
+        headers[name] = [value]
+    return response

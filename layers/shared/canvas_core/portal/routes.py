@@ -1,0 +1,239 @@
+"""The portal function's routes: the pages (/portal, /runs/{run_id}), their files (/portal/assets/...) and the
+JSON the pages call (/portal/api/...). The JSON calls reach the same service functions as /v1, for the account of
+the caller's session, in the service's `{success, data}` / `{success: false, error}` shapes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, is_dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.shared.cookies import Cookie, SameSite
+from pydantic import BaseModel, Field
+
+from canvas_core.accounts import get_account
+from canvas_core.api import create_app, ok
+from canvas_core.api.app import error_response
+from canvas_core.config import get_settings
+from canvas_core.errors import ServiceError
+from canvas_core.keys import create_key, list_keys, revoke_key
+from canvas_core.models.base import Model
+from canvas_core.portal.pages import asset_response
+from canvas_core.portal.sessions import (
+    SESSION_COOKIE,
+    Session,
+    SignInRequiredError,
+    check_csrf,
+    check_same_origin,
+    current_session,
+    sign_in,
+    sign_out,
+)
+from canvas_core.portal.viewer import canvas_view
+from canvas_core.runs import get_run_status, list_runs
+
+
+class SignInRequest(Model):
+    api_key: str = Field(max_length=512)
+
+
+class SessionView(Model):
+    account_id: str
+    csrf_token: str
+    expires_at: str
+
+
+class CreateEndpointRequest(Model):
+    url: str = Field(max_length=2048)
+    events: list[str] | None = None
+
+
+def create_portal_app() -> APIGatewayRestResolver:
+    app = create_app()
+
+    @app.exception_handler(RequestValidationError)
+    def handle_validation_error(exc: RequestValidationError) -> Response:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return error_response(400, f"Invalid request: {problems}")
+
+    def session() -> Session:
+        return current_session(app.current_event.resolved_cookies_field.get(SESSION_COOKIE))
+
+    def changing() -> Session:
+        """The session of a call that changes state: same origin, and the session's CSRF token."""
+        headers = app.current_event.headers
+        check_same_origin(headers)
+        live = session()
+        check_csrf(live, headers)
+        return live
+
+    # ---- pages and their files
+
+    @app.get("/portal")
+    def portal_page() -> Response[str]:
+        if app.current_event.path.endswith("/"):
+            # The page's links are relative to /portal: /portal/ would resolve them one folder too deep.
+            return Response(status_code=308, headers={"Location": "../portal"}, body="")
+        return asset_response("portal.html")
+
+    @app.get("/portal/assets/<name>")
+    def portal_asset(name: str) -> Response[str]:
+        return asset_response(name)
+
+    @app.get("/runs/<run_id>")
+    def viewer_page(run_id: str) -> Response[str]:
+        try:
+            account_id = session().account_id
+        except SignInRequiredError:
+            return Response(status_code=303, headers={"Location": "../portal"}, body="")
+        get_run_status(run_id, account_id)  # another account's run is not found
+        return asset_response("viewer.html")
+
+    # ---- session
+
+    @app.post("/portal/api/session")
+    def open_session(request: SignInRequest) -> Response[dict]:
+        check_same_origin(app.current_event.headers)
+        lifetime = get_settings().portal_session_seconds
+        token, opened = sign_in(request.api_key, lifetime)
+        cookie = Cookie(
+            name=SESSION_COOKIE,
+            value=token,
+            path="/",
+            secure=True,
+            http_only=True,
+            same_site=SameSite.STRICT_MODE,
+            max_age=lifetime,
+        )
+        return Response(
+            status_code=200,
+            content_type=content_types.APPLICATION_JSON,
+            body=ok(_session_view(opened)),
+            cookies=[cookie],
+        )
+
+    @app.get("/portal/api/session")
+    def read_session() -> dict:
+        return ok(_session_view(session()))
+
+    @app.delete("/portal/api/session")
+    def close_session() -> Response[dict]:
+        sign_out(changing())
+        expired = Cookie(
+            name=SESSION_COOKIE,
+            value="",
+            path="/",
+            secure=True,
+            http_only=True,
+            same_site=SameSite.STRICT_MODE,
+            max_age=0,
+        )
+        return Response(
+            status_code=200,
+            content_type=content_types.APPLICATION_JSON,
+            body={"success": True, "data": {"signed_out": True}},
+            cookies=[expired],
+        )
+
+    # ---- account, keys, runs
+
+    @app.get("/portal/api/account")
+    def account() -> dict:
+        return ok(get_account(session().account_id))
+
+    @app.get("/portal/api/keys")
+    def keys() -> dict:
+        return ok(list_keys(session().account_id), exclude_none=False)
+
+    @app.post("/portal/api/keys")
+    def new_key() -> dict:
+        return ok(create_key(changing().account_id), exclude_none=False)
+
+    @app.delete("/portal/api/keys/<key_id>")
+    def revoked_key(key_id: str) -> dict:
+        return ok(revoke_key(changing().account_id, key_id), exclude_none=False)
+
+    @app.get("/portal/api/runs")
+    def runs(
+        limit: Annotated[int, Query(ge=1, le=100)] = 20,
+        cursor: Annotated[str | None, Query()] = None,
+    ) -> dict:
+        return ok(list_runs(session().account_id, limit, cursor), exclude_none=False)
+
+    @app.get("/portal/api/runs/<run_id>/canvas")
+    def run_canvas(run_id: str) -> dict:
+        return ok(canvas_view(run_id, session().account_id))
+
+    # ---- webhook endpoints (canvas_core.webhooks.endpoints, shared with /v1/webhook_endpoints)
+
+    @app.get("/portal/api/webhook_endpoints")
+    def endpoints() -> dict:
+        return _data({"endpoints": _webhooks().list_endpoints(session().account_id)})
+
+    @app.post("/portal/api/webhook_endpoints")
+    def new_endpoint(request: CreateEndpointRequest) -> dict:
+        return _data(_webhooks().create_endpoint(changing().account_id, request.url, request.events))
+
+    @app.delete("/portal/api/webhook_endpoints/<endpoint_id>")
+    def removed_endpoint(endpoint_id: str) -> dict:
+        _webhooks().delete_endpoint(changing().account_id, endpoint_id)
+        return _data({"id": endpoint_id, "deleted": True})
+
+    @app.post("/portal/api/webhook_endpoints/<endpoint_id>/rotate_secret")
+    def rotated_endpoint(endpoint_id: str) -> dict:
+        return _data(_webhooks().rotate_secret(changing().account_id, endpoint_id))
+
+    @app.post("/portal/api/webhook_endpoints/<endpoint_id>/ping")
+    def pinged_endpoint(endpoint_id: str) -> dict:
+        return _data({"event_id": _webhooks().ping(changing().account_id, endpoint_id)})
+
+    @app.get("/portal/api/webhook_endpoints/<endpoint_id>/deliveries")
+    def deliveries(endpoint_id: str) -> dict:
+        return _data({"deliveries": _webhooks().list_deliveries(session().account_id, endpoint_id)})
+
+    return app
+
+
+class WebhooksUnavailableError(ServiceError):
+    status_code = 501
+
+    def __init__(self):
+        super().__init__("Webhook endpoints are not available in this deployment")
+
+
+def _webhooks() -> Any:
+    try:
+        from canvas_core.webhooks import endpoints
+    except ImportError:
+        raise WebhooksUnavailableError() from None
+    return endpoints
+
+
+def _session_view(session: Session) -> SessionView:
+    expires = datetime.fromtimestamp(session.expires_at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return SessionView(account_id=session.account_id, csrf_token=session.csrf_token, expires_at=expires)
+
+
+def _data(value: Any) -> dict:
+    return {"success": True, "data": _plain(value)}
+
+
+def _plain(value: Any) -> Any:
+    """JSON data of what the webhooks module answers (pydantic models, dataclasses, lists and dicts of them)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if is_dataclass(value) and not isinstance(value, type):
+        return _plain(asdict(value))
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+__all__ = ["create_portal_app"]

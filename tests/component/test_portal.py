@@ -1,0 +1,272 @@
+"""The portal function in-process: sign-in exchanges a key for a session cookie, sessions end (expiry, sign-out,
+revoked key), changes need the session's CSRF token and a same-origin Origin, and nothing of another account is
+found: keys, runs, the viewer."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from canvas_core.adapters.store import Store
+from canvas_core.auth import create_account_with_key, hash_api_key
+from canvas_core.keys import key_id_of
+from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem
+from tests.support import body_of, header, load_event
+
+pytestmark = pytest.mark.component
+
+HOST = "abc123.execute-api.us-east-1.amazonaws.com"
+
+
+def portal_call(function, context, method, path, *, cookie=None, csrf=None, origin=f"https://{HOST}", body=None):
+    event = load_event("portal_sign_in" if path.startswith("/portal/") else "portal_page")
+    resource = "/portal" if path == "/portal" else "/portal/{proxy+}"
+    params = {"proxy": path.removeprefix("/portal/")} if resource != "/portal" else None
+    if path.startswith("/runs/"):
+        resource, params = "/runs/{run_id}", {"run_id": path.removeprefix("/runs/")}
+    headers = {"Host": HOST, "Accept": "application/json"}
+    if origin:
+        headers["Origin"] = origin
+    if cookie:
+        headers["Cookie"] = f"canvas_session={cookie}"
+    if csrf:
+        headers["X-CSRF-Token"] = csrf
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    event.update(
+        resource=resource,
+        path=path,
+        httpMethod=method,
+        pathParameters=params,
+        headers=headers,
+        multiValueHeaders={k: [v] for k, v in headers.items()},
+        body=json.dumps(body) if body is not None else None,
+    )
+    return function("portal")(event, context)
+
+
+def session_cookie(response) -> str:
+    [cookie] = response["multiValueHeaders"]["Set-Cookie"]
+    return cookie.split(";", 1)[0].split("=", 1)[1]
+
+
+def sign_in(function, context, api_key):
+    response = portal_call(function, context, "POST", "/portal/api/session", body={"api_key": api_key})
+    assert response["statusCode"] == 200, response
+    return session_cookie(response), body_of(response)["data"]["csrf_token"]
+
+
+def test_sign_in_sets_a_strict_http_only_secure_cookie_and_never_echoes_the_key(aws, account, function, context):
+    # When the holder signs in
+    response = portal_call(function, context, "POST", "/portal/api/session", body={"api_key": account.api_key})
+
+    # Then the answer sets the session cookie with every protection, and says whose session it is
+    assert response["statusCode"] == 200
+    [cookie] = response["multiValueHeaders"]["Set-Cookie"]
+    attributes = {part.strip().split("=")[0] for part in cookie.split(";")[1:]}
+    assert {"Path", "Max-Age", "HttpOnly", "Secure", "SameSite"} <= attributes
+    assert "SameSite=Strict" in cookie and "Path=/" in cookie
+    data = body_of(response)["data"]
+    assert data["account_id"] == account.account_id and data["csrf_token"]
+    assert account.api_key not in json.dumps(response)
+    assert header(response, "Cache-Control") == "no-store"
+
+
+def test_a_bad_key_opens_no_session(aws, function, context):
+    response = portal_call(function, context, "POST", "/portal/api/session", body={"api_key": "sk_canvas_nope"})
+    assert response["statusCode"] == 401 and "Set-Cookie" not in response["multiValueHeaders"]
+    assert body_of(response) == {"success": False, "error": "Invalid or revoked API key"}
+
+
+def test_the_session_reads_the_account(aws, account, function, context):
+    cookie, _ = sign_in(function, context, account.api_key)
+    response = portal_call(function, context, "GET", "/portal/api/account", cookie=cookie)
+    assert response["statusCode"] == 200
+    assert body_of(response)["data"]["credits_balance"] == 5000
+
+
+def test_calls_without_a_session_are_401(aws, function, context):
+    for path in ("/portal/api/account", "/portal/api/keys", "/portal/api/runs", "/portal/api/session"):
+        response = portal_call(function, context, "GET", path)
+        assert response["statusCode"] == 401, path
+        assert body_of(response)["success"] is False
+    assert portal_call(function, context, "GET", "/portal/api/keys", cookie="forged")["statusCode"] == 401
+
+
+def test_changes_without_the_csrf_token_are_refused(aws, account, function, context):
+    # Given a session
+    cookie, csrf = sign_in(function, context, account.api_key)
+
+    # When a key is created without the token, or with another one
+    missing = portal_call(function, context, "POST", "/portal/api/keys", cookie=cookie)
+    wrong = portal_call(function, context, "POST", "/portal/api/keys", cookie=cookie, csrf=csrf + "x")
+
+    # Then both are refused, and no key was made
+    for response in (missing, wrong):
+        assert response["statusCode"] == 403
+        assert body_of(response) == {"success": False, "error": "Refused: the request lacks the session's CSRF token"}
+    keys = body_of(portal_call(function, context, "GET", "/portal/api/keys", cookie=cookie))["data"]["keys"]
+    assert len(keys) == 1
+
+    # And with the token it is made
+    made = portal_call(function, context, "POST", "/portal/api/keys", cookie=cookie, csrf=csrf)
+    assert made["statusCode"] == 200 and body_of(made)["data"]["key"].startswith("sk_canvas_")
+
+
+def test_changes_from_another_origin_are_refused(aws, account, function, context):
+    cookie, csrf = sign_in(function, context, account.api_key)
+    for origin in ("https://evil.example", "null"):
+        response = portal_call(function, context, "POST", "/portal/api/keys", cookie=cookie, csrf=csrf, origin=origin)
+        assert response["statusCode"] == 403
+        assert body_of(response)["error"] == "Refused: the request comes from another origin"
+    signed = portal_call(
+        function, context, "POST", "/portal/api/session", body={"api_key": account.api_key}, origin="https://evil.ex"
+    )
+    assert signed["statusCode"] == 403
+
+
+def test_an_expired_session_is_401(aws, account, function, context, monkeypatch):
+    # Given a session, and a clock past its end
+    cookie, _ = sign_in(function, context, account.api_key)
+    later = 1000 * (13 * 3600)
+    import canvas_core.portal.sessions as sessions
+
+    real_now = sessions.now_ms
+    monkeypatch.setattr(sessions, "now_ms", lambda: real_now() + later)
+
+    # Then it is refused
+    assert portal_call(function, context, "GET", "/portal/api/account", cookie=cookie)["statusCode"] == 401
+
+
+def test_revoking_the_key_ends_its_sessions(aws, account, function, context):
+    # Given a second key and a session opened with it
+    first_cookie, first_csrf = sign_in(function, context, account.api_key)
+    made = portal_call(function, context, "POST", "/portal/api/keys", cookie=first_cookie, csrf=first_csrf)
+    second = body_of(made)["data"]
+    second_cookie, _ = sign_in(function, context, second["key"])
+
+    # When the first session revokes the second key
+    revoked = portal_call(
+        function, context, "DELETE", f"/portal/api/keys/{second['id']}", cookie=first_cookie, csrf=first_csrf
+    )
+    assert revoked["statusCode"] == 200
+
+    # Then the second key's session is over, the first goes on
+    assert portal_call(function, context, "GET", "/portal/api/keys", cookie=second_cookie)["statusCode"] == 401
+    assert portal_call(function, context, "GET", "/portal/api/keys", cookie=first_cookie)["statusCode"] == 200
+
+
+def test_sign_out_ends_the_session_and_clears_the_cookie(aws, account, function, context):
+    cookie, csrf = sign_in(function, context, account.api_key)
+    assert portal_call(function, context, "DELETE", "/portal/api/session", cookie=cookie)["statusCode"] == 403
+    out = portal_call(function, context, "DELETE", "/portal/api/session", cookie=cookie, csrf=csrf)
+    assert out["statusCode"] == 200
+    assert "Max-Age=0" in out["multiValueHeaders"]["Set-Cookie"][0]
+    assert portal_call(function, context, "GET", "/portal/api/account", cookie=cookie)["statusCode"] == 401
+
+
+def test_another_accounts_key_is_404_through_the_portal(aws, account, function, context):
+    _, other_key = create_account_with_key()
+    other_id = key_id_of(hash_api_key(other_key))
+    cookie, csrf = sign_in(function, context, account.api_key)
+    response = portal_call(function, context, "DELETE", f"/portal/api/keys/{other_id}", cookie=cookie, csrf=csrf)
+    assert response["statusCode"] == 404
+
+
+def store_run(account_id: str) -> RunItem:
+    run = RunItem(
+        run_id=str(uuid.uuid4()),
+        account_id=account_id,
+        canvas_id=str(uuid.uuid4()),
+        prompt="Tide pools of the Atlantic",
+        template="report",
+        created_at_ms=1_763_700_000_000,
+        estimated_duration_ms=60_000,
+    )
+    store = Store()
+    store.put_run(run)
+    canvas = CanvasItem(canvas_id=run.canvas_id, account_id=account_id, run_id=run.run_id, canvas_name=run.prompt)
+    store.put_canvas(canvas)
+    nodes = [
+        NodeItem(canvas_id=run.canvas_id, block_id=f"b{i}", name=f"Block {i}", type="text", position=i)
+        for i in range(3)
+    ]
+    edges = [EdgeItem(source_id="b0", target_id="b2"), EdgeItem(source_id="b1", target_id="b2")]
+    store.put_graph(nodes, edges, run.canvas_id)
+    return run
+
+
+def test_the_viewer_shows_the_accounts_run_and_not_another_accounts(aws, account, function, context):
+    # Given a run of the caller with a three-block canvas, and a run of another account
+    mine = store_run(account.account_id)
+    other_account, _ = create_account_with_key()
+    theirs = store_run(other_account)
+    cookie, _ = sign_in(function, context, account.api_key)
+
+    # When the caller opens both in the viewer
+    page = portal_call(function, context, "GET", f"/runs/{mine.run_id}", cookie=cookie)
+    data = portal_call(function, context, "GET", f"/portal/api/runs/{mine.run_id}/canvas", cookie=cookie)
+    other_page = portal_call(function, context, "GET", f"/runs/{theirs.run_id}", cookie=cookie)
+    other_data = portal_call(function, context, "GET", f"/portal/api/runs/{theirs.run_id}/canvas", cookie=cookie)
+
+    # Then their own is drawn: two blocks in the first column, the one reading both in the second
+    assert page["statusCode"] == 200 and header(page, "Content-Type").startswith("text/html")
+    view = body_of(data)["data"]
+    position = {n["id"]: (n["x"], n["y"]) for n in view["nodes"]}
+    assert position["b0"][0] == position["b1"][0] < position["b2"][0]
+    assert len(view["edges"]) == 2 and all(e["path"].startswith("M ") for e in view["edges"])
+    assert view["run"]["run_id"] == mine.run_id
+    # And the other account's run is not found, as a missing one
+    assert other_page["statusCode"] == 404 and other_data["statusCode"] == 404
+    assert body_of(other_data) == {"success": False, "error": f"Run not found: {theirs.run_id}"}
+
+
+def test_the_viewer_without_a_session_sends_to_the_portal(aws, function, context):
+    response = portal_call(function, context, "GET", f"/runs/{uuid.uuid4()}")
+    assert response["statusCode"] == 303 and header(response, "Location") == "../portal"
+
+
+def test_pages_and_files_carry_the_security_headers(aws, function, context):
+    page = function("portal")(load_event("portal_page"), context)
+    assert page["statusCode"] == 200 and "<title>" in page["body"]
+    for name, expected in {
+        "Content-Type": "text/html; charset=utf-8",
+        "X-Frame-Options": "DENY",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }.items():
+        assert header(page, name) == expected
+    csp = header(page, "Content-Security-Policy")
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp
+    script = portal_call(function, context, "GET", "/portal/assets/portal.js")
+    assert script["statusCode"] == 200 and header(script, "Content-Type").startswith("text/javascript")
+    slash = portal_call(function, context, "GET", "/portal/")
+    assert slash["statusCode"] == 308 and header(slash, "Location") == "../portal"
+    for name in ("..%2Fsessions.py", "sessions.py", ".hidden.js", "missing.css"):
+        assert portal_call(function, context, "GET", f"/portal/assets/{name}")["statusCode"] == 404, name
+
+
+def test_another_accounts_webhook_endpoint_is_404_through_the_portal(aws, account, function, context):
+    from canvas_core.webhooks import endpoints
+
+    # Given an endpoint of another account, and the caller's session
+    other_account, _ = create_account_with_key()
+    theirs = endpoints.create_endpoint(other_account, "https://93.184.215.14/canvas")
+    cookie, csrf = sign_in(function, context, account.api_key)
+
+    # Then no portal route finds it, and the caller's list is empty
+    base = f"/portal/api/webhook_endpoints/{theirs.id}"
+    for method, path in (
+        ("DELETE", base),
+        ("POST", f"{base}/rotate_secret"),
+        ("POST", f"{base}/ping"),
+        ("GET", f"{base}/deliveries"),
+    ):
+        response = portal_call(function, context, method, path, cookie=cookie, csrf=csrf)
+        assert response["statusCode"] == 404, (method, path)
+        assert body_of(response) == {"success": False, "error": f"Webhook endpoint not found: {theirs.id}"}
+    listed = portal_call(function, context, "GET", "/portal/api/webhook_endpoints", cookie=cookie)
+    assert body_of(listed)["data"] == {"endpoints": []}
+    assert [e.id for e in endpoints.list_endpoints(other_account)] == [theirs.id]

@@ -1,0 +1,281 @@
+"""The developer portal and the canvas viewer in headless Chromium against the embedded stack: sign in with a key,
+create a key and use it on /v1, revoke it and see 401, add a webhook endpoint, ping it (the receiver gets the
+ping), rotate its secret and remove it, and watch a running canvas's blocks change status without a reload.
+Screenshots go to $CANVAS_SCREENSHOTS (default: a temporary folder), never into the tree."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bench.dags import Block, Dag, scripted
+from canvas_local.stack import LocalStack
+from tests.e2e import browser
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+KEY = "sk_canvas_e2e_portal_holder_" + "p" * 24
+SCREENSHOTS = Path(os.environ.get("CANVAS_SCREENSHOTS") or tempfile.gettempdir()) / "canvas-portal-screenshots"
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    # Webhook endpoints on loopback (the test's receiver) are allowed here; SSRF protection refuses them otherwise.
+    overrides = {"WebhookAllowPrivateAddresses": "true", "WebhookRetryTimeScale": "0.0001"}
+    with LocalStack(api_keys=[KEY], parameter_overrides=overrides) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    if reason := browser.missing():
+        pytest.fail(reason)
+    with browser.chromium() as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[tuple[str, list[bytes]]]:
+    received: list[bytes] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hooks", received
+    server.shutdown()
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 20, what: str = "the page") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if value := check():
+                return value
+        except Exception:  # the element is not there yet
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout}s")
+        time.sleep(0.1)
+
+
+def screenshot(driver: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+def by_id(driver: Any, element_id: str) -> Any:
+    return driver.find_element("id", element_id)
+
+
+def sign_in(driver: Any, stack: LocalStack) -> None:
+    driver.get(f"{stack.base_url}/portal")
+    wait_until(lambda: by_id(driver, "sign-in").is_displayed() or by_id(driver, "signed-in").is_displayed())
+    if by_id(driver, "signed-in").is_displayed():
+        return
+    by_id(driver, "api-key").send_keys(KEY)
+    driver.find_element("css selector", "#sign-in-form button[type=submit]").click()
+    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+
+
+def test_signing_in_keeps_the_key_server_side_behind_a_strict_cookie(stack, driver):
+    # When the holder signs in
+    sign_in(driver, stack)
+
+    # Then the page shows the account, and the session is an HttpOnly, Secure, SameSite=Strict cookie
+    # (Chromium keeps Secure cookies on http://127.0.0.1 and http://localhost, which it treats as secure)
+    assert by_id(driver, "account-id").text == stack.accounts[KEY]
+    [cookie] = [c for c in driver.get_cookies() if c["name"] == "canvas_session"]
+    assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Strict"
+    assert KEY not in cookie["value"]
+    # And the page's script cannot read it
+    assert "canvas_session" not in driver.execute_script("return document.cookie")
+    wait_until(lambda: by_id(driver, "credits-balance").text == "5,000", what="the balance")
+
+
+def test_a_key_made_in_the_portal_works_until_revoked_there(stack, driver):
+    sign_in(driver, stack)
+    # When a key is created
+    by_id(driver, "create-key").click()
+    new_key = wait_until(lambda: by_id(driver, "new-key").is_displayed() and by_id(driver, "new-key-value").text)
+    assert new_key.startswith("sk_canvas_")
+    rows = wait_until(lambda: len(driver.find_elements("css selector", "#keys-body tr")) == 2 and True)
+    assert rows
+    screenshot(driver, "portal-new-key")
+
+    # Then it works against /v1
+    with httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": new_key}, timeout=30) as client:
+        assert client.get("/v1/runs").status_code == 200
+        # When it is revoked from the page (its row's button, confirmed)
+        key_id = next(
+            k["id"] for k in client.get("/v1/api_keys").json()["data"]["keys"] if k["last_four"] == new_key[-4:]
+        )
+        driver.find_element("css selector", f'#keys-body button[data-key-id="{key_id}"]').click()
+        driver.switch_to.alert.accept()
+        wait_until(
+            lambda: "revoked" in driver.find_element("css selector", f'#keys-body tr[data-key-id="{key_id}"]').text,
+            what="the key shown revoked",
+        )
+        # Then its next use is refused
+        refused = client.get("/v1/runs")
+    assert refused.status_code == 401 and refused.json() == {"success": False, "error": "Invalid or revoked API key"}
+
+
+def test_an_endpoint_added_in_the_portal_is_pinged(stack, driver, receiver):
+    url, received = receiver
+    sign_in(driver, stack)
+    # When an endpoint is added
+    by_id(driver, "endpoint-url").send_keys(url)
+    driver.find_element("css selector", "#endpoint-form button[type=submit]").click()
+    secret = wait_until(lambda: by_id(driver, "new-secret").is_displayed() and by_id(driver, "new-secret-value").text)
+    assert secret.startswith("whsec_")
+    row = wait_until(lambda: driver.find_element("css selector", "#endpoints-body tr[data-endpoint-id]"))
+    assert url in row.text
+
+    # And pinged
+    row.find_element("xpath", ".//button[text()='Ping']").click()
+    wait_until(lambda: "Ping sent: evt_" in by_id(driver, "notice").text, what="the ping")
+
+    # Then the receiver gets a webhook.ping, and the deliveries list shows it
+    wait_until(lambda: any(b'"webhook.ping"' in body for body in received), timeout=30, what="the delivery")
+
+    def delivered() -> bool:
+        row.find_element("xpath", ".//button[text()='Deliveries']").click()
+        time.sleep(0.3)
+        return (
+            "webhook.ping" in by_id(driver, "deliveries-body").text and "200" in by_id(driver, "deliveries-body").text
+        )
+
+    wait_until(delivered, timeout=30, what="the delivery listed")
+    screenshot(driver, "portal-webhooks")
+
+    # When its secret is rotated, a new one is shown once
+    row.find_element("xpath", ".//button[text()='Rotate secret']").click()
+    driver.switch_to.alert.accept()
+    wait_until(lambda: by_id(driver, "new-secret-value").text not in ("", secret), what="the new secret")
+    assert by_id(driver, "new-secret-value").text.startswith("whsec_")
+
+    # And when it is removed, it is gone
+    row.find_element("xpath", ".//button[text()='Remove']").click()
+    driver.switch_to.alert.accept()
+    wait_until(lambda: "No endpoints yet." in by_id(driver, "endpoints-body").text, what="the endpoint removed")
+
+
+def node_statuses(driver: Any) -> dict[str, str]:
+    return driver.execute_script(
+        "const s = {}; for (const g of document.querySelectorAll('g.node')) {"
+        " s[g.dataset.nodeId] = g.getAttribute('class').split(' ').find(c => c.startsWith('status-')); } return s;"
+    )
+
+
+def test_the_viewer_shows_blocks_changing_status_without_a_reload(stack, driver):
+    sign_in(driver, stack)
+    prompt = "portal e2e: a canvas watched live"
+    # Given a running canvas of three blocks, one after the other, each taking 2.5 s
+    with scripted({prompt: Dag([Block(2.5), Block(2.5), Block(2.5)], [(0, 1), (1, 2)])}):
+        with httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": KEY}, timeout=30) as client:
+            run_id = client.post("/v1/run", data={"prompt": prompt}).json()["data"]["run_id"]
+
+        # When its viewer is opened, and marked so that a reload would show
+        driver.get(f"{stack.base_url}/runs/{run_id}")
+        driver.execute_script("window.loadedOnce = true;")
+        wait_until(lambda: len(node_statuses(driver)) == 3, what="the canvas drawn")
+
+        # Then statuses move on in place: a block running, later all completed, the page never reloaded
+        seen: list[dict[str, str]] = []
+        shot = False
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            statuses = node_statuses(driver)
+            seen.append(statuses)
+            if not shot and "status-running" in statuses.values():
+                driver.find_element("css selector", "g.node.status-running").click()
+                screenshot(driver, "viewer-running")
+                shot = True
+            if set(statuses.values()) == {"status-completed"}:
+                break
+            time.sleep(0.3)
+        assert driver.execute_script("return window.loadedOnce === true"), "the page reloaded"
+
+    assert any("status-running" in s.values() for s in seen), seen
+    assert set(seen[-1].values()) == {"status-completed"}, seen[-1]
+    running_blocks = {block for s in seen for block, status in s.items() if status == "status-running"}
+    assert len(running_blocks) >= 2, "statuses were not updated while the run went on"
+    wait_until(lambda: by_id(driver, "run-status").text == "completed", what="the run shown completed")
+    screenshot(driver, "viewer-completed")
+    # And the side panel shows the clicked block's content and credits
+    assert "done after" in by_id(driver, "node-content").text
+
+
+def test_the_portal_lists_the_accounts_runs_each_opening_its_viewer(stack, driver):
+    # Given a finished run of the account
+    with httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": KEY}, timeout=30) as client:
+        run_id = client.post("/v1/run", data={"prompt": "portal e2e: listed"}).json()["data"]["run_id"]
+        deadline = time.monotonic() + 60
+        while client.get(f"/v1/run/{run_id}").json()["data"]["status"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.2)
+    sign_in(driver, stack)
+    driver.get(f"{stack.base_url}/portal")
+
+    # When its row's link is followed
+    link = wait_until(lambda: driver.find_element("css selector", f'#runs-body tr[data-run-id="{run_id}"] a'))
+    assert "portal e2e: listed" in driver.find_element("css selector", f'#runs-body tr[data-run-id="{run_id}"]').text
+    wait_until(lambda: by_id(driver, "runs-month").text.isdigit(), what="the month's runs shown")
+    assert int(by_id(driver, "runs-month").text) >= 1
+    screenshot(driver, "portal-runs")
+    link.click()
+
+    # Then the viewer shows that run, its answer and its artifacts
+    wait_until(lambda: driver.current_url.endswith(f"/runs/{run_id}"), what="the viewer opened")
+    wait_until(lambda: by_id(driver, "run-status").text == "completed", what="the run shown completed")
+    assert driver.find_elements("css selector", "g.node")
+    assert (
+        driver.find_elements("css selector", "#artifacts a[download]")
+        or "No artifacts" in by_id(driver, "artifacts").text
+    )
+
+
+def test_the_viewer_of_another_accounts_run_is_not_found(stack, driver):
+    # Given a run of another account
+    other_key = "sk_canvas_e2e_portal_other_" + "o" * 24
+    from canvas_local.stack import seed_account
+
+    seed_account(other_key)
+    with httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": other_key}, timeout=30) as client:
+        run_id = client.post("/v1/run", data={"prompt": "someone else's run"}).json()["data"]["run_id"]
+    sign_in(driver, stack)
+
+    # When the signed-in holder opens it
+    driver.get(f"{stack.base_url}/runs/{run_id}")
+
+    # Then it is not found
+    assert f"Run not found: {run_id}" in driver.find_element("tag name", "body").text
+
+
+def test_signing_out_ends_the_session(stack, driver):
+    sign_in(driver, stack)
+    by_id(driver, "sign-out").click()
+    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="signing out")
+    driver.get(f"{stack.base_url}/portal")
+    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form after a reload")
+    assert not [c for c in driver.get_cookies() if c["name"] == "canvas_session"]
