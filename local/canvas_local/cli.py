@@ -147,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # moto's interpreter logs as an error every IsPresent check that finds nothing (the state machine routes
     # each block with one); a block's real failure is logged by the Lambda runtime and kept on the run.
     logging.getLogger("moto.stepfunctions.parser.asl.component.eval_component").setLevel(logging.CRITICAL)
+    # ... and every branch of a Parallel state it starts and ends, at INFO.
+    logging.getLogger("moto.stepfunctions.parser.asl.component.state.exec.state_parallel").setLevel(logging.WARNING)
     return serve(args)
 
 

@@ -38,7 +38,7 @@ from canvas_core.models.api import (
 )
 from canvas_core.models.base import Model
 from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus, Template
-from canvas_core.models.items import CanvasItem, RunError, RunItem, Upload
+from canvas_core.models.items import CanvasItem, RunError, RunItem, RunSummaryItem, Upload
 from canvas_core.observability import count, logger
 
 
@@ -60,7 +60,7 @@ def create_run(
         )
     limit = get_settings().max_concurrent_runs
     # Read with the balance, so that a refused request uploads nothing; the write below is what holds the limit.
-    if int(account.get("active_runs", 0)) >= limit:
+    if account is not None and int(account.get("active_runs", 0)) >= limit:
         raise TooManyConcurrentRunsError(limit)
 
     run_id, canvas_id = new_id(), new_id()
@@ -187,10 +187,10 @@ def canvas_name(prompt: str) -> str:
     return first_line if len(first_line) <= 80 else first_line[:77].rstrip() + "..."
 
 
-def template_used(run: RunItem) -> str:
+def template_used(run: RunItem | RunSummaryItem) -> Template:
     """The template the run was planned with. Explicit `blocks` override the template (the contract's
     precedence), so none was: the planner chose within the listed types as it does for `auto`."""
-    return Template.AUTO.value if run.blocks else run.template
+    return Template.AUTO if run.blocks else Template(run.template)
 
 
 def get_run_status(

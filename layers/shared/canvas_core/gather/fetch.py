@@ -300,7 +300,8 @@ class Fetcher:
 def _read(
     connection: http.client.HTTPConnection, response: http.client.HTTPResponse, limit: int, deadline: float, url: str
 ) -> bytes:
-    chunks, total = [], 0
+    chunks: list[bytes] = []
+    total = 0
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -321,20 +322,21 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 
     def __init__(self, host: str, port: int, address: str, connector: Connector, timeout: float):
         super().__init__(host, port, timeout=timeout)
-        self._address, self._connector = address, connector
+        self._address, self._connector, self._connect_timeout = address, connector, timeout
 
     def connect(self) -> None:
-        self.sock = self._connector(self._address, self.port, self.timeout)
+        self.sock = self._connector(self._address, self.port, self._connect_timeout)
 
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, host: str, port: int, address: str, connector: Connector, timeout: float):
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
-        self._address, self._connector = address, connector
+        self._tls = ssl.create_default_context()
+        super().__init__(host, port, timeout=timeout, context=self._tls)
+        self._address, self._connector, self._connect_timeout = address, connector, timeout
 
     def connect(self) -> None:
-        sock = self._connector(self._address, self.port, self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        sock = self._connector(self._address, self.port, self._connect_timeout)
+        self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def _content_type(value: str) -> tuple[str, str | None]:

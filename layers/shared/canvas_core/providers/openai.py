@@ -71,7 +71,10 @@ class OpenAIProvider:
     def describe_image(self, *, system: str, prompt: str, image: bytes, image_format: str, role: str) -> Completion:
         """The model's words on an image (PNG, JPEG, GIF or WebP), sent as a data URL beside the prompt."""
         url = f"data:image/{image_format};base64,{base64.b64encode(image).decode()}"
-        parts = [{"type": "text", "text": prompt}, {"type": "image_url", "image_url": {"url": url}}]
+        parts: list[dict[str, Any]] = [
+            {"type": "text", "text": prompt},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]
         return self._chat(self.model_for(role), system, parts)
 
     @tracer.capture_method
