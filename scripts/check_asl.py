@@ -5,7 +5,8 @@ Parallel Branches) has a StartAt naming one of its states; every Next, Default, 
 Next names a state of the same scope; every state is reachable from StartAt; every state that is not
 Choice, Succeed or Fail has exactly one of Next and End; every ${Placeholder} has an entry in the state
 machine's DefinitionSubstitutions in template.yaml, every substitution is used and points at a resource
-of the template; no literal Lambda ARN appears. Prints one line per problem and exits 1 on any.
+of the template, and each function it names is one the state machine may invoke; no literal Lambda ARN
+appears. Prints one line per problem and exits 1 on any.
 
 Usage: python scripts/check_asl.py [--template template.yaml] [definition.asl.json ...]
 """
@@ -29,6 +30,7 @@ LAMBDA_ARN = re.compile(r"arn:aws[a-z-]*:lambda:")
 STATE_TYPES = {"Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map"}
 NO_NEXT_OR_END = {"Choice", "Succeed", "Fail"}
 SAM_STATE_MACHINE = "AWS::Serverless::StateMachine"
+LAMBDA_FUNCTIONS = {"AWS::Serverless::Function", "AWS::Lambda::Function"}
 
 
 class CfnLoader(yaml.SafeLoader):
@@ -187,6 +189,46 @@ def _referenced_resources(value: Any) -> list[str]:
     return found
 
 
+def invokable_functions(machine: str, resources: dict[str, Any]) -> set[str]:
+    """The functions a state machine may invoke: its `LambdaInvokePolicy` entries, and the policies of its own
+    that attach to its generated role (`<Machine>Role`) and allow `lambda:InvokeFunction` on a function's ARN."""
+    found: set[str] = set()
+    for policy in (resources[machine].get("Properties") or {}).get("Policies") or []:
+        if isinstance(policy, dict) and "LambdaInvokePolicy" in policy:
+            found.update(_referenced_resources(policy["LambdaInvokePolicy"].get("FunctionName")))
+    role = {"Ref": f"{machine}Role"}
+    for resource in resources.values():
+        properties = resource.get("Properties") or {}
+        attached = (resource.get("Type") == "AWS::IAM::RolePolicy" and properties.get("RoleName") == role) or (
+            resource.get("Type") == "AWS::IAM::Policy" and role in (properties.get("Roles") or [])
+        )
+        if not attached:
+            continue
+        statements = (properties.get("PolicyDocument") or {}).get("Statement") or []
+        for statement in statements if isinstance(statements, list) else [statements]:
+            actions = statement.get("Action")
+            if statement.get("Effect") == "Allow" and "lambda:InvokeFunction" in (
+                actions if isinstance(actions, list) else [actions]
+            ):
+                resources_granted = statement.get("Resource")
+                for resource in resources_granted if isinstance(resources_granted, list) else [resources_granted]:
+                    found.update(_function_arn(resource))
+    return found
+
+
+def _function_arn(resource: Any) -> list[str]:
+    """The function a policy resource is the (unqualified) ARN of: `!GetAtt F.Arn`, `!Sub "${F.Arn}"`, or
+    `!Sub "${F.Arn}*"`; a qualified ARN (`${F.Arn}:*`, a version or an alias) does not let the plan's ARN run."""
+    if isinstance(resource, dict) and isinstance(resource.get("Fn::GetAtt"), list | str):
+        parts = resource["Fn::GetAtt"]
+        parts = parts.split(".", 1) if isinstance(parts, str) else parts
+        return [parts[0]] if len(parts) == 2 and parts[1] == "Arn" else []
+    if isinstance(resource, dict) and isinstance(resource.get("Fn::Sub"), str):
+        match = re.fullmatch(r"\$\{(\w+)\.Arn\}\*?", resource["Fn::Sub"])
+        return [match.group(1)] if match else []
+    return []
+
+
 def check_repository(template_path: Path, definitions: list[Path]) -> list[str]:
     """Problems of the given definitions against the template's state machines."""
     try:
@@ -214,10 +256,13 @@ def check_repository(template_path: Path, definitions: list[Path]) -> list[str]:
         logical_id, substitutions = machine
         problems.extend(check_definition(definition, substitutions, where))
         parameters = template.get("Parameters") or {}
+        invokable = invokable_functions(logical_id, resources)
         for name, value in substitutions.items():
             for target in _referenced_resources(value):
                 if target not in resources and target not in parameters:
                     problems.append(f"{logical_id}: substitution {name} refers to unknown resource {target}")
+                elif resources.get(target, {}).get("Type") in LAMBDA_FUNCTIONS and target not in invokable:
+                    problems.append(f"{logical_id}: substitution {name} names {target}, which it may not invoke")
 
     for path, (logical_id, _) in machines.items():
         if not path.is_file():

@@ -269,7 +269,8 @@ def test_a_substitution_pointing_at_an_unknown_resource_is_reported(tmp_path: Pa
         "      DefinitionUri: machine.asl.json\n"
         "      DefinitionSubstitutions:\n"
         "        PlanArn: !GetAtt Plan.Arn\n"
-        "        BlockArn: !GetAtt Blok.Arn\n",
+        "        BlockArn: !GetAtt Blok.Arn\n"
+        "      Policies:\n        - LambdaInvokePolicy:\n            FunctionName: !Ref Plan\n",
         encoding="utf-8",
     )
 
@@ -318,21 +319,25 @@ def success_path(processor: dict[str, Any]) -> list[str]:
     return names
 
 
-def test_a_block_without_inputs_takes_two_states_and_one_with_inputs_three():
+def test_a_block_without_inputs_takes_one_state_and_one_with_inputs_two():
     # Given the two Maps of the real definition
     maps = block_maps(run_canvas())
 
-    # Then blocks without inputs run, then release; blocks with inputs wait first; nothing else runs per block
+    # Then blocks without inputs run (and release their dependents themselves); blocks with inputs wait first
     assert {name: success_path(m["ItemProcessor"]) for name, m in maps.items()} == {
-        "Run Ready Blocks": ["Run Block", "Release Dependents"],
-        "Run Waiting Blocks": ["Wait For Inputs", "Run Waiting Block", "Release Waiting Block Dependents"],
+        "Run Ready Blocks": ["Run Block"],
+        "Run Waiting Blocks": ["Wait For Inputs", "Run Waiting Block"],
     }
-    # And every Catch goes straight to the release, which records the failure (no extra state on failure)
-    for m in maps.values():
+    releases = {"Run Ready Blocks": "Release Dependents", "Run Waiting Blocks": "Release Waiting Block Dependents"}
+    # And every Catch goes straight to the release, which records the failure (no extra state on failure) and is
+    # reached by nothing else
+    for map_name, m in maps.items():
         states = m["ItemProcessor"]["States"]
-        release = success_path(m["ItemProcessor"])[-1]
+        release = releases[map_name]
+        assert states[release]["End"] is True
         for name, state in states.items():
             assert all(c["Next"] == release for c in state.get("Catch", [])), name
+            assert state.get("Next") != release, name
         # And both Maps admit every block of a canvas together (40 at most), so none waits on one not started
         assert m["MaxConcurrency"] == 40
 
@@ -408,10 +413,78 @@ def test_a_function_named_inside_a_joined_map_must_exist(tmp_path: Path) -> None
         "      DefinitionUri: machine.asl.json\n"
         "      DefinitionSubstitutions:\n"
         "        PlanArn: !GetAtt Plan.Arn\n"
-        "        BlockArn: !Join [',', [!Sub 'a=${Block.Arn}', !Sub 'b=${Blok.Arn}']]\n",
+        "        BlockArn: !Join [',', [!Sub 'a=${Block.Arn}', !Sub 'b=${Blok.Arn}']]\n"
+        "      Policies:\n        - LambdaInvokePolicy:\n            FunctionName: !Ref Plan\n" + INVOKE_BLOCK_POLICY,
         encoding="utf-8",
     )
 
     problems = check_asl.check_repository(tmp_path / "template.yaml", [tmp_path / "machine.asl.json"])
 
     assert problems == ["Machine: substitution BlockArn refers to unknown resource Blok"]
+
+
+# A policy of its own on the state machine's generated role, as Fn::ForEach::BlockFunctions declares per block.
+INVOKE_BLOCK_POLICY = (
+    "  BlockInvokePolicy:\n"
+    "    Type: AWS::IAM::RolePolicy\n"
+    "    Properties:\n"
+    "      RoleName: !Ref MachineRole\n"
+    "      PolicyName: invoke-block\n"
+    "      PolicyDocument:\n"
+    "        Statement:\n"
+    "          - {Effect: Allow, Action: lambda:InvokeFunction, Resource: !Sub '${Block.Arn}'}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("policies", "expected"),
+    [
+        # Each function named is invokable: Plan through a LambdaInvokePolicy, Block through a policy on the role
+        (
+            "      Policies:\n        - LambdaInvokePolicy:\n            FunctionName: !Ref Plan\n"
+            + INVOKE_BLOCK_POLICY,
+            [],
+        ),
+        # Block's policy is missing
+        (
+            "      Policies:\n        - LambdaInvokePolicy:\n            FunctionName: !Ref Plan\n",
+            ["Machine: substitution BlockArn names Block, which it may not invoke"],
+        ),
+        # Block's policy grants another action
+        (
+            "      Policies:\n        - LambdaInvokePolicy:\n            FunctionName: !Ref Plan\n"
+            + INVOKE_BLOCK_POLICY.replace("lambda:InvokeFunction", "lambda:GetFunction"),
+            ["Machine: substitution BlockArn names Block, which it may not invoke"],
+        ),
+        # Block's policy grants only its versions and aliases, not the ARN the plan names
+        (
+            "      Policies:\n        - LambdaInvokePolicy:\n            FunctionName: !Ref Plan\n"
+            + INVOKE_BLOCK_POLICY.replace("${Block.Arn}", "${Block.Arn}:*"),
+            ["Machine: substitution BlockArn names Block, which it may not invoke"],
+        ),
+    ],
+)
+def test_each_function_named_must_be_one_the_state_machine_may_invoke(
+    tmp_path: Path, policies: str, expected: list[str]
+) -> None:
+    # Given a state machine naming two functions, with the policies of the case
+    (tmp_path / "machine.asl.json").write_text(json.dumps(valid_definition()), encoding="utf-8")
+    (tmp_path / "template.yaml").write_text(
+        "Resources:\n"
+        "  Plan:\n    Type: AWS::Serverless::Function\n"
+        "  Block:\n    Type: AWS::Serverless::Function\n"
+        "  Machine:\n"
+        "    Type: AWS::Serverless::StateMachine\n"
+        "    Properties:\n"
+        "      DefinitionUri: machine.asl.json\n"
+        "      DefinitionSubstitutions:\n"
+        "        PlanArn: !GetAtt Plan.Arn\n"
+        "        BlockArn: !Join [',', [!Sub 'a=${Block.Arn}']]\n" + policies,
+        encoding="utf-8",
+    )
+
+    # When the script checks it
+    problems = check_asl.check_repository(tmp_path / "template.yaml", [tmp_path / "machine.asl.json"])
+
+    # Then a function it may not invoke is reported
+    assert problems == expected

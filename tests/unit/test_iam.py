@@ -27,12 +27,12 @@ def _flatten(items: list[Any]) -> list[str]:
     return [grant for item in items for grant in (_flatten(item) if isinstance(item, list) else [item])]
 
 
+GRANTS = yaml.safe_load((Path(__file__).parent / "iam_grants.yaml").read_text("utf-8"))
+# Every block function has the grants of `block_functions` unless iam_grants.yaml lists it with its own.
 EXPECTED = {
-    function: _flatten(grants)
-    for function, grants in yaml.safe_load((Path(__file__).parent / "iam_grants.yaml").read_text("utf-8"))[
-        "functions"
-    ].items()
-}
+    f"{name}BlockFunction": _flatten(GRANTS["block_functions"])
+    for name in load_yaml(ROOT / "template.yaml")["Mappings"]["BlockFunctions"]
+} | {function: _flatten(grants) for function, grants in GRANTS["functions"].items()}
 
 # Actions whose only resource is "*" (task tokens name no resource; X-Ray takes none).
 STAR_ONLY_ACTIONS = {"states:SendTaskSuccess"}
@@ -93,6 +93,9 @@ def resource_name(value: Any) -> str:
         logical_id, attribute = value["Fn::GetAtt"]
         return logical_id if attribute == "Arn" else f"{logical_id}.{attribute}"
     if "Fn::Sub" in value:
+        if isinstance(value["Fn::Sub"], list) and "functionName" in value["Fn::Sub"][1]:
+            # SAM's LambdaInvokePolicy: the function and its versions and aliases
+            return f"{resource_name(value['Fn::Sub'][1]['functionName'])}*"
         text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
         text = text.replace("arn:${AWS::Partition}:", "")
         return re.sub(r"\$\{([A-Za-z0-9]+)(?:\.Arn)?\}", r"\1", text)
@@ -147,10 +150,13 @@ def role_grants(role_id: str, resources: dict[str, Any]) -> set[str]:
         else:
             policies = [policy]
         grants |= {g for p in policies for g in document_grants(p["PolicyDocument"])}
-    # Policies of their own that name the role (AWS::IAM::Policy).
+    # Policies of their own that name the role (AWS::IAM::Policy, AWS::IAM::RolePolicy).
     for resource in resources.values():
-        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"]["Roles"]:
-            grants |= document_grants(resource["Properties"]["PolicyDocument"])
+        properties = resource.get("Properties") or {}
+        if (resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in properties["Roles"]) or (
+            resource["Type"] == "AWS::IAM::RolePolicy" and properties["RoleName"] == {"Ref": role_id}
+        ):
+            grants |= document_grants(properties["PolicyDocument"])
     return grants
 
 
@@ -215,3 +221,24 @@ def test_the_search_key_is_readable_only_by_the_blocks_that_search():
     readers = {f for f, grants in function_grants().items() if any("SearchApiKeySecret" in g for g in grants)}
 
     assert readers == {"WebResearchBlockFunction", "DeepResearchBlockFunction"}
+
+
+def test_the_state_machine_may_invoke_exactly_the_orchestration_and_block_functions():
+    # Given what the state machine's role grants, and the functions of the template
+    resources = transformed()["Resources"]
+    granted = role_grants("RunCanvasStateMachineRole", resources)
+    invokes = {g for g in granted if g.startswith("lambda:")}
+    blocks = {f for f in function_grants() if f.endswith("BlockFunction")}
+    orchestration = ["PlanCanvasFunction", "WaitForInputsFunction", "ReleaseDependentsFunction"]
+    orchestration += ["FinalizeRunFunction", "FailRunFunction"]
+
+    # Then it may invoke each block function (exactly its ARN) and each orchestration function, and no other
+    assert invokes == {f"lambda:InvokeFunction {f}" for f in blocks} | {
+        f"lambda:InvokeFunction {f}*" for f in orchestration
+    }
+    # And beyond invoking, it only delivers its execution logs and traces
+    assert granted - invokes == {
+        "logs:CreateLogDelivery *", "logs:GetLogDelivery *", "logs:UpdateLogDelivery *", "logs:DeleteLogDelivery *",
+        "logs:ListLogDeliveries *", "logs:PutResourcePolicy *", "logs:DescribeResourcePolicies *",
+        "logs:DescribeLogGroups *", "managed AWSXrayWriteOnlyAccess",
+    }  # fmt: skip
