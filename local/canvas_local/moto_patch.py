@@ -25,8 +25,9 @@ Costs moto pays on every request or execution are paid once instead: its server 
 folders and tries every service's URL pattern to route each request (under one lock for all requests), its
 interpreter parses the ASL definition with ANTLR for every execution (the parsed program holds no
 execution state: that lives in each execution's environment) and builds a new JSONPath parser for every path it
-evaluates, and its DynamoDB answers walk every attribute value of every item against the service model (they
-are stored in the wire form already, so they are copied as they are). A DynamoDB query on a table's own key reads
+evaluates, its DynamoDB writes tokenize and parse the same UpdateExpression two or three times each, and its
+DynamoDB answers walk every attribute value of every item against the service model (they are stored in the
+wire form already, so they are copied as they are). A DynamoDB query on a table's own key reads
 only its partition, where moto sorts every item of the table, so a stack that has stored many runs stays
 as fast as a new one.
 
@@ -60,6 +61,7 @@ from moto.dynamodb.exceptions import (
 )
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.s3.responses import S3Response
 from moto.stepfunctions.parser import utils as sfn_utils
@@ -407,6 +409,7 @@ _QUERY_SIGNATURE = inspect.signature(_ORIGINAL_QUERY)
 _ORIGINAL_JSON_PATH_PARSE = sfn_json_path.parse
 _ORIGINAL_RESULT_PATH_PARSE = sfn_result_path.parse
 _ORIGINAL_JSON_STRUCTURE = JSONSerializer._serialize_type_structure
+_ORIGINAL_UPDATE_EXPRESSION_MAKE = UpdateExpressionParser.make
 
 
 def install_caches() -> None:
@@ -420,6 +423,7 @@ def install_caches() -> None:
     sfn_json_path.parse = _json_path_once
     sfn_result_path.parse = _result_path_once
     JSONSerializer._serialize_type_structure = _serialize_structure  # type: ignore[method-assign]
+    UpdateExpressionParser.make = classmethod(_update_expression_once)  # type: ignore[method-assign]
 
 
 def uninstall_caches() -> None:
@@ -430,6 +434,7 @@ def uninstall_caches() -> None:
     sfn_json_path.parse = _ORIGINAL_JSON_PATH_PARSE
     sfn_result_path.parse = _ORIGINAL_RESULT_PATH_PARSE
     JSONSerializer._serialize_type_structure = _ORIGINAL_JSON_STRUCTURE  # type: ignore[method-assign]
+    UpdateExpressionParser.make = classmethod(_ORIGINAL_UPDATE_EXPRESSION_MAKE.__func__)  # type: ignore[method-assign]
 
 
 # jsonpath_ng builds a new yacc parser for every parse; a parsed path holds no data, so one serves all.
@@ -441,6 +446,17 @@ def _json_path_once(path: str) -> Any:
 @functools.lru_cache(maxsize=1024)
 def _result_path_once(path: str) -> Any:
     return _ORIGINAL_RESULT_PATH_PARSE(path)
+
+
+# moto tokenizes and parses an UpdateExpression two or three times per write (the request's validation, the
+# backend, a transaction's check). The parsed tree is only read: the validator works on its own deep copy.
+@functools.lru_cache(maxsize=1024)
+def _parsed_update_expression(expression: str) -> Any:
+    return _ORIGINAL_UPDATE_EXPRESSION_MAKE(expression)
+
+
+def _update_expression_once(cls: type, expression: str) -> Any:
+    return _parsed_update_expression(expression)
 
 
 _ATTRIBUTE_VALUE = "AttributeValue"

@@ -1,5 +1,6 @@
 """The release protocol of canvas_core/dataflow.py against DynamoDB (moto): a block is released exactly once,
-whichever comes first of its parking and its last input ending, and a retried release counts nothing twice."""
+whichever comes first of its parking and its last input ending, an input is counted once whether its completion
+or its release counts it, and a retried release counts nothing twice."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import uuid
 import pytest
 
 from canvas_core.adapters.store import Store
-from canvas_core.dataflow import register_wait, release_dependents, wire
+from canvas_core.dataflow import register_wait, release_dependents, release_ready, wire
 from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem
 
 pytestmark = pytest.mark.component
@@ -101,8 +102,91 @@ def test_a_failed_send_gives_the_release_back_for_the_retry(aws):
     assert flaky.sent == ["token-b"]
 
 
-def test_parking_and_the_last_input_racing_release_exactly_once(aws):
-    # Given many blocks each with one input; each block's parking races its input's release
+def complete(canvas_id: str, block_id: str, dependents: list[str]) -> bool:
+    """What the runner writes when a block completes: its output, and its count on each dependent."""
+    store = Store()
+    store.update_node(canvas_id, block_id, status="running")
+    return store.complete_block(canvas_id, block_id, [], dependents=dependents, content="done")
+
+
+def test_a_completed_block_is_counted_by_its_completion_and_its_release_counts_nothing_more(aws):
+    # Given a, b -> c, with c parked
+    canvas_id, [a, b, c] = canvas([(0, 2), (1, 2)], 3)
+    sent = RecordingExecutions()
+    register_wait(canvas_id, c, "token-c", executions=sent)
+    # When a completes (counted on c in the same write), and its release runs, twice
+    assert complete(canvas_id, a, [c]) is True
+    assert Store().get_node_item(canvas_id, c)["pending_inputs"] == 1
+    for _ in range(2):
+        assert release_dependents(canvas_id, a, executions=sent)["released"] == []
+    # Then c still waits for b alone; b's completion and release send c's token, once
+    assert Store().get_node_item(canvas_id, c)["pending_inputs"] == 1
+    assert complete(canvas_id, b, [c]) is True
+    assert release_dependents(canvas_id, b, executions=sent)["released"] == [c]
+    assert release_dependents(canvas_id, b, executions=sent)["released"] == []
+    assert release_dependents(canvas_id, a, executions=sent)["released"] == []
+    assert sent.sent == ["token-c"]
+    assert Store().get_node_item(canvas_id, c)["pending_inputs"] == 0
+
+
+def test_a_completed_block_claims_only_dependents_ready_and_parked(aws):
+    # Given a -> c, b -> c, a -> d: c parked, d not parked yet
+    canvas_id, [a, b, c, d] = canvas([(0, 2), (1, 2), (0, 3)], 4)
+    sent = RecordingExecutions()
+    register_wait(canvas_id, c, "token-c", executions=sent)
+    # When a completes and releases what it made ready: c still waits for b, d is ready but not parked
+    assert complete(canvas_id, a, [c, d]) is True
+    assert release_ready(canvas_id, a, [c, d], executions=sent)["released"] == []
+    # Then d goes when it parks; c goes with b, once, however often the releases are retried
+    assert register_wait(canvas_id, d, "token-d", executions=sent)["released"] is True
+    assert complete(canvas_id, b, [c]) is True
+    for _ in range(2):
+        release_ready(canvas_id, b, [c], executions=sent)
+        release_ready(canvas_id, a, [c, d], executions=sent)
+    assert sent.sent == ["token-d", "token-c"]
+
+
+def test_a_send_failing_after_a_completion_leaves_the_release_to_the_catch(aws):
+    # Given a -> b, b parked, a completed
+    canvas_id, [a, b] = canvas([(0, 1)], 2)
+    sent = RecordingExecutions()
+    register_wait(canvas_id, b, "token-b", executions=sent)
+    complete(canvas_id, a, [b])
+
+    class Unavailable(RecordingExecutions):
+        def send_task_success(self, task_token, output):
+            raise RuntimeError("Step Functions unavailable")
+
+    # When the block's own release fails to send, and the state machine's Catch runs Release Dependents
+    with pytest.raises(RuntimeError):
+        release_ready(canvas_id, a, [b], executions=Unavailable())
+    caught = {"Error": "RuntimeError", "Cause": "Step Functions unavailable"}
+    # Then b is released once, and a stays completed
+    assert release_dependents(canvas_id, a, executions=sent, error=caught)["released"] == [b]
+    assert sent.sent == ["token-b"]
+    assert Store().get_node_item(canvas_id, a)["status"] == "completed"
+    assert Store().get_node_item(canvas_id, b)["pending_inputs"] == 0
+
+
+def test_a_late_completion_counts_nothing(aws):
+    # Given a -> b, with a recorded as failed (timed out) and counted on b by its release
+    canvas_id, [a, b] = canvas([(0, 1)], 2)
+    sent = RecordingExecutions()
+    register_wait(canvas_id, b, "token-b", executions=sent)
+    Store().update_node(canvas_id, a, status="running")
+    release_dependents(canvas_id, a, executions=sent, error={"Error": "States.Timeout"})
+    # When a's work ends late
+    completed = Store().complete_block(canvas_id, a, [], dependents=[b], content="late")
+    # Then its output and its count are dropped: b was counted and released once
+    assert completed is False
+    assert Store().get_node_item(canvas_id, b)["pending_inputs"] == 0
+    assert Store().get_node_item(canvas_id, a)["status"] == "error"
+    assert sent.sent == ["token-b"]
+
+
+@pytest.mark.parametrize("counted_by_completion", [False, True])
+def test_parking_and_the_last_input_racing_release_exactly_once(aws, counted_by_completion):
+    # Given many blocks each with one input; each block's parking races its input's completion and release
     rounds = 25
     sent = RecordingExecutions()
     barrier_pairs = []
@@ -119,7 +203,11 @@ def test_parking_and_the_last_input_racing_release_exactly_once(aws):
 
         def end_input():
             gate.wait()
-            release_dependents(canvas_id, a, executions=sent)
+            if counted_by_completion:
+                complete(canvas_id, a, [b])
+                release_ready(canvas_id, a, [b], executions=sent)
+            else:
+                release_dependents(canvas_id, a, executions=sent)
 
         threads = [threading.Thread(target=park), threading.Thread(target=end_input)]
         for t in threads:

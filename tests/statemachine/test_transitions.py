@@ -1,6 +1,7 @@
-"""One task state runs every block type: a block without inputs costs two state transitions (Run Block, Release
-Dependents), one with inputs three (Wait For Inputs first), and a failure the state machine catches costs none
-more (Release Dependents records it). Counted from the execution history as AWS bills them."""
+"""One task state runs every block type and releases the block's dependents: a block without inputs costs one
+state transition (Run Block), one with inputs two (Wait For Inputs first), and a failure the state machine catches
+one more (Release Dependents records it and releases the dependents). Counted from the execution history as AWS
+bills them."""
 
 from __future__ import annotations
 
@@ -32,24 +33,22 @@ def run_and_count(stack, prompt: str, dag: Dag) -> tuple[str, dict[str, int]]:
     return created.canvas_id, dict(entered)
 
 
-def test_blocks_cost_two_transitions_without_inputs_and_three_with(local_stack):
+def test_blocks_cost_one_transition_without_inputs_and_two_with(local_stack):
     # Given a -> b, a -> c, b -> d, c -> d: one block without inputs, three with
     dag = Dag([Block(0.0) for _ in range(4)], [(0, 1), (0, 2), (1, 3), (2, 3)])
 
     # When it runs
     _, entered = run_and_count(local_stack, "four blocks", dag)
 
-    # Then the block without inputs ran and released (2), the others waited, ran and released (3 each)
+    # Then the block without inputs ran (1), the others waited and ran (2 each); each released its dependents
     assert entered == {
         "Plan Canvas": 1,
         "Run Blocks": 1,
         "Run Ready Blocks": 1,
         "Run Block": 1,
-        "Release Dependents": 1,
         "Run Waiting Blocks": 1,
         "Wait For Inputs": 3,
         "Run Waiting Block": 3,
-        "Release Waiting Block Dependents": 3,
         "Finalize Run": 1,
     }
 
@@ -62,9 +61,11 @@ def test_a_block_timed_out_by_the_state_machine_is_recorded_by_its_release(local
     # When it runs
     canvas_id, entered = run_and_count(local_stack, "times out", dag)
 
-    # Then the Catch went straight to the release, which recorded the failure: no state was added for it
-    assert entered["Wait For Inputs"] == entered["Run Waiting Block"] == 2  # c's runner skips it
-    assert entered["Release Waiting Block Dependents"] == 2
+    # Then the Catch went straight to the release, which recorded the failure: one state for it, b's alone (c's
+    # runner skips c and has nothing to release)
+    assert entered["Wait For Inputs"] == entered["Run Waiting Block"] == 2
+    assert entered["Release Waiting Block Dependents"] == 1
+    assert "Release Dependents" not in entered
     assert "Record Block Failure" not in entered
     _, nodes, _ = Store().get_canvas(canvas_id)
     assert [(n.status.value, n.error) for n in nodes] == [

@@ -1,5 +1,5 @@
 """What moto_patch does once instead of on every request gives the answers moto gives: DynamoDB attribute values
-answered as stored, JSONPath expressions parsed once, and boto3's requests served in the calling thread."""
+answered as stored, JSONPath and update expressions parsed once, and boto3's requests served in the calling thread."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 from moto.stepfunctions.parser.asl.component.common.path import result_path as sfn_result_path
 from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
 
@@ -142,6 +143,59 @@ def test_a_json_path_is_parsed_once_and_finds_what_a_fresh_parse_finds(caches):
     assert sfn_result_path.parse("$.released") is sfn_result_path.parse("$.released")
     with pytest.raises(sfn_json_path.NoSuchJsonPathError):
         sfn_json_path.extract_json("$.missing", data)
+
+
+def test_an_update_expression_is_parsed_once_and_never_changed_by_the_writes_using_it(dynamodb, caches):
+    expression = "ADD ended_inputs :block SET pending = pending - :one"
+    key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
+    # Given the caches installed and the expression's parsed tree as it first comes out
+    caches(True)
+    parsed = UpdateExpressionParser.make(expression)
+    before = _tree(parsed)
+
+    # When two writes use the expression (moto validates and executes them: a transaction and an update)
+    dynamodb.update_item(
+        TableName=TABLE, Key=key, UpdateExpression="SET pending = :n", ExpressionAttributeValues={":n": {"N": "5"}}
+    )
+    dynamodb.transact_write_items(
+        TransactItems=[
+            {
+                "Update": {
+                    "TableName": TABLE,
+                    "Key": key,
+                    "UpdateExpression": expression,
+                    "ExpressionAttributeValues": {":block": {"SS": ["a"]}, ":one": {"N": "1"}},
+                }
+            }
+        ]
+    )
+    answer = dynamodb.update_item(
+        TableName=TABLE,
+        Key=key,
+        UpdateExpression=expression,
+        ExpressionAttributeValues={":block": {"SS": ["b"]}, ":one": {"N": "1"}},
+        ReturnValues="ALL_NEW",
+    )
+
+    # Then each write did what it says, the parse was shared and moto's validator left it as it was (it works on
+    # its own copy; a moto that validates the shared tree in place fails here)
+    assert answer["Attributes"]["pending"] == {"N": "3"}
+    assert sorted(answer["Attributes"]["ended_inputs"]["SS"]) == ["a", "b"]
+    assert UpdateExpressionParser.make(expression) is parsed
+    assert _tree(parsed) == before
+    assert "ExpressionAttributeValue" in str(before)
+    # And an expression moto refuses is still refused every time
+    for _ in range(2):
+        with pytest.raises(Exception, match=r"Invalid UpdateExpression|Syntax error"):
+            UpdateExpressionParser.make("SET = :n")
+
+
+def _tree(node: Any) -> Any:
+    """A parsed expression as nested tuples of node kinds and leaf values, to compare."""
+    children = getattr(node, "children", None)
+    if children is None:
+        return node
+    return (type(node).__name__, *(_tree(child) for child in children))
 
 
 @pytest.fixture

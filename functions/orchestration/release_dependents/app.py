@@ -1,5 +1,5 @@
-"""Release Dependents: record a block's failure when the state machine caught one, count the ended block as an
-input of each block reading it, and release those ready."""
+"""Release Dependents, where the state machine's Catch goes: record the block's failure, count the ended block as
+an input of each block reading it, and release those ready (a block that ends without an error does this itself)."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 

@@ -3,11 +3,14 @@
 The state machine runs all blocks of a canvas at once (two inline Maps side by side, at most 40 blocks in all,
 so every block is admitted together and none can wait on a block that was never started). A block without
 inputs runs at once; any other first parks in `Wait For Inputs` (a `.waitForTaskToken` task): `register_wait`
-stores the token on the node. When a block ends (completed, failed or skipped), `release_dependents` records a
-failure the state machine caught, then counts the block as an ended input of each dependent, once per input,
-with a conditional write. Whoever sees a dependent with no pending input and a stored token, the parking side
-or the releasing side, claims the release with another conditional write, so a block is released exactly once
-even when its last input ends while its token is being stored.
+stores the token on the node. A block that completes counts itself as an ended input of each dependent in the
+write that completes it (`Store.complete_block`), then `release_ready` claims each dependent that is ready and
+parked, in one conditional write each. Otherwise (skipped, or failed: Release Dependents, where the state
+machine's Catch goes, first records the failure) `release_dependents` reads the dependents in one request and
+counts the block on those it was not counted on yet, once per input, with a conditional write. Whoever sees a
+dependent with no pending input and a stored token, the parking side or the releasing side, claims the release
+with another conditional write, so a block is released exactly once even when its last input ends while its
+token is being stored.
 """
 
 from __future__ import annotations
@@ -55,9 +58,10 @@ def release_dependents(
     executions: Executions | None = None,
     error: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Count `block_id` as ended for each of its dependents (given by the state machine, else read). With an
-    `error` (the state machine caught one: retries exhausted, a timeout, a crash), the block is first recorded
-    as failed, so that its dependents see it ended without completing."""
+    """Count `block_id` as ended for each of its dependents (given by the caller, else read) that its completion
+    did not count, and release those ready. The block's own function calls it when the block ended without an
+    error; Release Dependents with the `error` the state machine caught (retries exhausted, a timeout, a crash),
+    and then the block is first recorded as failed, so that its dependents see it ended without completing."""
     store, executions = store or Store(), executions or Executions()
     if error is not None:
         record_block_failure(store, canvas_id, block_id, describe_error(error, default="The block failed"))
@@ -67,12 +71,36 @@ def release_dependents(
             raise ValueError(f"Block {block_id} not found on canvas {canvas_id}")
         dependents = node.get("dependents", [])
     released = []
+    stored = store.get_node_items(canvas_id, dependents) if dependents else {}
     for dependent_id in dependents:
-        dependent = store.count_input_ended(canvas_id, dependent_id, block_id)
+        dependent = stored.get(dependent_id)
         if dependent is None:
-            # Counted by an earlier attempt of this step; the release may still be owed.
-            dependent = store.get_node_item(canvas_id, dependent_id) or {}
+            continue
+        if block_id not in dependent.get("ended_inputs", ()):
+            # Not counted by the block's completion (it failed or was skipped) nor by an earlier attempt.
+            dependent = store.count_input_ended(canvas_id, dependent_id, block_id) or (
+                store.get_node_item(canvas_id, dependent_id) or {}  # counted meanwhile by a concurrent attempt
+            )
         if int(dependent.get("pending_inputs", 1)) <= 0 and _release(store, executions, canvas_id, dependent):
+            released.append(dependent_id)
+    return {"block_id": block_id, "released": released}
+
+
+def release_ready(
+    canvas_id: str,
+    block_id: str,
+    dependents: list[str],
+    store: Store | None = None,
+    executions: Executions | None = None,
+) -> dict[str, Any]:
+    """Release the dependents of a completed block, which its completion counted on each: every dependent that is
+    ready and parked is claimed and released in one conditional write (no read first)."""
+    store, executions = store or Store(), executions or Executions()
+    released = []
+    for dependent_id in dependents:
+        claimed = store.claim_ready_release(canvas_id, dependent_id, now_ms())
+        if claimed is not None:
+            _send(store, executions, canvas_id, claimed)
             released.append(dependent_id)
     return {"block_id": block_id, "released": released}
 
@@ -81,17 +109,24 @@ def _release(store: Store, executions: Executions, canvas_id: str, node: dict[st
     token = node.get("task_token")
     if not token:
         return False  # not parked yet: its own Wait For Inputs will see the count and go on
-    block_id = node["block_id"]
-    if not store.claim_release(canvas_id, block_id, now_ms()):
+    if node.get("released_at_ms") is not None:
+        return False  # claimed already (a claim given back after a failed send is taken again by that retry)
+    if not store.claim_release(canvas_id, node["block_id"], now_ms()):
         return False
+    _send(store, executions, canvas_id, node)
+    return True
+
+
+def _send(store: Store, executions: Executions, canvas_id: str, node: dict[str, Any]) -> None:
+    """Send a claimed block's token."""
+    block_id = node["block_id"]
     try:
-        executions.send_task_success(token, {"block_id": block_id})
+        executions.send_task_success(node["task_token"], {"block_id": block_id})
     except Exception:
-        # Give the claim back so that the retried step can release the block.
+        # Give the claim back so that the retried step (or the Catch's release) can release the block.
         store.unclaim_release(canvas_id, block_id)
         raise
     logger.debug("Block released", extra={"block_id": block_id})
-    return True
 
 
 def record_block_failure(store: Store, canvas_id: str, block_id: str, reason: str) -> None:

@@ -311,25 +311,52 @@ class Store:
         return CanvasItem.model_validate(item)
 
     def get_nodes(self, canvas_id: str, block_ids: list[str]) -> list[NodeItem]:
-        if not block_ids:
-            return []
-        keys = [
-            {"canvas_id": {"S": canvas_id}, "item_id": {"S": NODE_PREFIX + block_id}}
-            for block_id in dict.fromkeys(block_ids)
+        return self.get_nodes_and_account(canvas_id, block_ids)[0]
+
+    def get_nodes_and_account(
+        self, canvas_id: str, block_ids: list[str], account_id: str | None = None
+    ) -> tuple[list[NodeItem], dict[str, Any] | None]:
+        """Nodes (in the order asked, those that exist) and, with `account_id`, that account: one read."""
+        items = self._node_items(canvas_id, block_ids, account_id)
+        account = items.pop(None, None)
+        nodes = []
+        for block_id in dict.fromkeys(block_ids):
+            if block_id in items:
+                data = items[block_id]
+                data.pop("item_id")
+                nodes.append(NodeItem.model_validate(data))
+        return nodes, account
+
+    def get_node_items(self, canvas_id: str, block_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Nodes as stored, dataflow bookkeeping included, by block id: one read."""
+        return {k: v for k, v in self._node_items(canvas_id, block_ids).items() if k is not None}
+
+    def _node_items(
+        self, canvas_id: str, block_ids: list[str], account_id: str | None = None
+    ) -> dict[str | None, dict[str, Any]]:
+        """Consistent reads of nodes by block id, and of an account under the key None."""
+        wanted: list[tuple[str, dict[str, Any]]] = [
+            (self.settings.canvases_table, self._node_key(canvas_id, block_id)) for block_id in dict.fromkeys(block_ids)
         ]
-        found: list[NodeItem] = []
-        for start in range(0, len(keys), 100):
-            request = {self.settings.canvases_table: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
+        if account_id is not None:
+            wanted.append((self.settings.accounts_table, {"account_id": {"S": account_id}}))
+        found: dict[str | None, dict[str, Any]] = {}
+        for start in range(0, len(wanted), 100):
+            chunk: dict[str, Any] = {}
+            for table, key in wanted[start : start + 100]:
+                chunk.setdefault(table, {"Keys": [], "ConsistentRead": table == self.settings.canvases_table})
+                chunk[table]["Keys"].append(key)
+            request: dict[str, Any] | None = chunk
             while request:
                 with _dynamodb_errors():
                     response = self.ddb.batch_get_item(RequestItems=request)
                 for item in response["Responses"].get(self.settings.canvases_table, []):
                     data = _from_item(item)
-                    data.pop("item_id")
-                    found.append(NodeItem.model_validate(data))
+                    found[data["block_id"]] = data
+                for item in response["Responses"].get(self.settings.accounts_table, []):
+                    found[None] = _from_item(item)
                 request = response.get("UnprocessedKeys") or None
-        order = {block_id: i for i, block_id in enumerate(block_ids)}
-        return sorted(found, key=lambda n: order[n.block_id])
+        return found
 
     def update_node(self, canvas_id: str, block_id: str, expect_status: list[str] | None = None, **fields) -> bool:
         """Update a node's fields; with `expect_status`, only from one of those statuses (False otherwise)."""
@@ -379,11 +406,19 @@ class Store:
         )
 
     def complete_block(
-        self, canvas_id: str, block_id: str, task_ids: list[str], debit_account: str | None = None, **fields: Any
+        self,
+        canvas_id: str,
+        block_id: str,
+        task_ids: list[str],
+        debit_account: str | None = None,
+        dependents: list[str] | None = None,
+        **fields: Any,
     ) -> bool:
         """Node `completed` with its output, and its tasks `completed`, in one write; only from `running`
         (False otherwise: a block recorded as failed meanwhile stays failed). With `debit_account`, the same
-        write takes the node's `credits` off that account, so a block is charged exactly once."""
+        write takes the node's `credits` off that account, so a block is charged exactly once. With
+        `dependents`, the same write counts the block as an ended input of each (see `count_input_ended`), so
+        the release that follows only reads them."""
         fields = {**fields, "status": "completed"}
         names = {f"#{k}": k for k in fields} | {"#cur": "status"}
         node_update = {
@@ -409,16 +444,20 @@ class Store:
             }
             for task_id in task_ids
         ]
+        counts = [
+            {"Update": {"TableName": self.settings.canvases_table, **self._count_input(canvas_id, dependent, block_id)}}
+            for dependent in dict.fromkeys(dependents or [])
+        ]
         credits = int(fields.get("credits") or 0)
         debit = self._debit(debit_account, credits) if debit_account else []
         try:
-            self._transact([node_update, *task_updates, *debit])
+            self._transact([node_update, *task_updates, *counts, *debit])
         except ConditionFailed as exc:
             if not debit or "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
                 return False
             _refuse_overdraft(exc, credits)
             # Only the account was missing: keep the block's work, uncharged.
-            self._transact([node_update, *task_updates])
+            self._transact([node_update, *task_updates, *counts])
         return True
 
     def _debit(self, account_id: str, credits: int) -> list[dict[str, Any]]:
@@ -493,19 +532,21 @@ class Store:
             with _dynamodb_errors():
                 found = self.ddb.update_item(
                     TableName=self.settings.canvases_table,
-                    Key=self._node_key(canvas_id, block_id),
-                    UpdateExpression="ADD ended_inputs :input SET pending_inputs = pending_inputs - :one",
-                    ConditionExpression="attribute_exists(item_id) AND NOT contains(ended_inputs, :id)",
-                    ExpressionAttributeValues={
-                        ":input": {"SS": [input_id]},
-                        ":id": {"S": input_id},
-                        ":one": {"N": "1"},
-                    },
+                    **self._count_input(canvas_id, block_id, input_id),
                     ReturnValues="ALL_NEW",
                 )
         except ConditionFailed:
             return None
         return _from_item(found["Attributes"])
+
+    def _count_input(self, canvas_id: str, block_id: str, input_id: str) -> dict[str, Any]:
+        """The update that counts `input_id` as an ended input of a node, under the condition that it was not."""
+        return {
+            "Key": self._node_key(canvas_id, block_id),
+            "UpdateExpression": "ADD ended_inputs :input SET pending_inputs = pending_inputs - :one",
+            "ConditionExpression": "attribute_exists(item_id) AND NOT contains(ended_inputs, :id)",
+            "ExpressionAttributeValues": {":input": {"SS": [input_id]}, ":id": {"S": input_id}, ":one": {"N": "1"}},
+        }
 
     def get_node_item(self, canvas_id: str, block_id: str) -> dict[str, Any] | None:
         with _dynamodb_errors():
@@ -528,6 +569,26 @@ class Store:
         except ConditionFailed:
             return False
         return True
+
+    def claim_ready_release(self, canvas_id: str, block_id: str, released_at_ms: int) -> dict[str, Any] | None:
+        """Claim the release of a block only if it is ready (no pending input) and parked: the node as claimed
+        (its token included) for exactly one caller, None for the others and while it is not ready or parked."""
+        try:
+            with _dynamodb_errors():
+                found = self.ddb.update_item(
+                    TableName=self.settings.canvases_table,
+                    Key=self._node_key(canvas_id, block_id),
+                    UpdateExpression="SET released_at_ms = :now",
+                    ConditionExpression=(
+                        "pending_inputs <= :zero AND attribute_exists(task_token)"
+                        " AND attribute_not_exists(released_at_ms)"
+                    ),
+                    ExpressionAttributeValues=_values(now=released_at_ms, zero=0),
+                    ReturnValues="ALL_NEW",
+                )
+        except ConditionFailed:
+            return None
+        return _from_item(found["Attributes"])
 
     def unclaim_release(self, canvas_id: str, block_id: str) -> None:
         with _dynamodb_errors():
@@ -586,7 +647,9 @@ class Store:
 
     def _batch_put(self, table: str, items: list[dict[str, Any]]) -> None:
         for start in range(0, len(items), 25):
-            request = {table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+            request: dict[str, Any] | None = {
+                table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
+            }
             while request:
                 with _dynamodb_errors():
                     response = self.ddb.batch_write_item(RequestItems=request)

@@ -1,16 +1,19 @@
 """What every block Lambda does around its type's behaviour: load the node and its inputs, skip it when an
-input failed, run it once (a retried task finds it done), store its output, and keep the task tree in step."""
+input failed, run it once (a retried task finds it done), store its output (counting the block as an ended input
+of each dependent in the same write), keep the task tree in step, and release the dependents it made ready."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
+from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.blocks.context import BlockContext
 from canvas_core.blocks.registry import implementation
 from canvas_core.content import content_fields, with_full_content
-from canvas_core.dataflow import record_block_failure
+from canvas_core.dataflow import record_block_failure, release_dependents, release_ready
 from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
@@ -30,20 +33,42 @@ def run_block(
     store: Store | None = None,
     files: ArtifactStore | None = None,
     provider: ModelProvider | None = None,
+    executions: Executions | None = None,
 ) -> BlockResult:
+    """Run the block once; when it has ended without an error (completed or skipped, now or by an earlier attempt),
+    release its dependents that are ready. An error goes to the state machine, whose Catch hands it to Release
+    Dependents, which records it and releases them."""
     store = store or Store()
+    node, result = _run_once(block, expected_type, store, files, provider)
+    if not node.dependents:
+        return result
+    if result.status == NodeStatus.COMPLETED.value:
+        # Its completion counted it on each dependent: only those now ready are left to claim.
+        release_ready(block.canvas_id, node.block_id, node.dependents, store=store, executions=executions)
+    else:
+        release_dependents(block.canvas_id, node.block_id, node.dependents, store=store, executions=executions)
+    return result
+
+
+def _run_once(
+    block: BlockInput,
+    expected_type: str,
+    store: Store,
+    files: ArtifactStore | None,
+    provider: ModelProvider | None,
+) -> tuple[NodeItem, BlockResult]:
     logger.append_keys(run_id=block.run_id, block_id=block.block_id, block_type=block.block_type)
     for key in ("run_id", "block_id", "block_type"):
         tracer.put_annotation(key, getattr(block, key))
     if block.block_type != expected_type:
         raise BlockFatalError(f"Block {block.block_id} is a {block.block_type}, not a {expected_type}")
-    node, inputs = _load_node(store, block)
+    node, inputs, account = _load_node(store, block)
     if node.status in TERMINAL_NODE_STATUSES:
         if node.status == NodeStatus.COMPLETED:
             # A retry after a crash between the node's write and its tasks' finishes the tasks.
             for task_id in _task_ids(block.canvas_id, node.block_id):
                 store.set_task_status(block.canvas_id, task_id, TaskStatus.COMPLETED)
-        return BlockResult(block_id=node.block_id, status=node.status.value)
+        return node, BlockResult(block_id=node.block_id, status=node.status.value)
 
     unfinished = [n for n in inputs if n.status != NodeStatus.COMPLETED]
     # A page or video that could not be read (refused, gone, malformed) is a source the run goes without: the
@@ -56,7 +81,7 @@ def run_block(
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": reason})
         count("BlocksSkipped", step=node.type)
-        return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
+        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
 
     run = _run(store, block.run_id)
     if run is None:
@@ -68,13 +93,15 @@ def run_block(
         count("BlocksFailed", step=node.type)
         raise BlockFatalError(reason)
 
-    refusal = balance_refusal(store.get_account(run.account_id))
+    if run.account_id != block.account_id:
+        account = store.get_account(run.account_id)
+    refusal = balance_refusal(account)
     if refusal:
         store.update_node(block.canvas_id, node.block_id, status=NodeStatus.SKIPPED.value, error=refusal)
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": refusal})
         count("BlocksSkipped", step=node.type)
-        return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
+        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
 
     store.start_block(block.canvas_id, node.block_id, _tool_call_task(node))
     ctx = BlockContext(
@@ -116,6 +143,7 @@ def run_block(
             models_used=list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
             credits=credits,
             debit_account=run.account_id,
+            dependents=node.dependents,
             artifacts=output.artifacts,
             **({"url": output.url} if output.url else {}),
         )
@@ -126,21 +154,21 @@ def run_block(
         if not store.update_node(
             block.canvas_id, node.block_id, expect_status=running, status=NodeStatus.SKIPPED.value, error=reason
         ):
-            return BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)  # timed out meanwhile
+            return node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)  # timed out meanwhile
         for task_id in _task_ids(block.canvas_id, node.block_id):
             store.set_task_status(block.canvas_id, task_id, TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": reason})
         count("BlocksSkipped", step=node.type)
-        return BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
+        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
     if not finished:
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
         count("BlocksFailed", step=node.type)
-        return BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
+        return node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
     store.put_tasks(tool_call_tasks(node, ctx.usage))
     logger.info("Block completed", extra={"content_chars": len(output.content)})
     count("BlocksCompleted", step=node.type)
     count("CreditsDebited", credits, step=node.type)
-    return BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
+    return node, BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
 
 
 def _run(store: Store, run_id: str) -> RunItem | None:
@@ -159,16 +187,18 @@ def _run(store: Store, run_id: str) -> RunItem | None:
 _runs: dict[str, RunItem] = {}
 
 
-def _load_node(store: Store, block: BlockInput) -> tuple[NodeItem, list[NodeItem]]:
-    """The block's node and its input nodes, in one read when the state machine named the inputs."""
+def _load_node(store: Store, block: BlockInput) -> tuple[NodeItem, list[NodeItem], dict[str, Any] | None]:
+    """The block's node, its input nodes and its account (for the balance), in one read when the state machine
+    named the inputs."""
     wanted = [block.block_id, *(block.inputs or [])]
-    found = {n.block_id: n for n in store.get_nodes(block.canvas_id, wanted)}
+    nodes, account = store.get_nodes_and_account(block.canvas_id, wanted, block.account_id)
+    found = {n.block_id: n for n in nodes}
     node = found.get(block.block_id)
     if node is None:
         raise BlockFatalError(f"Block {block.block_id} not found on canvas {block.canvas_id}")
     if block.inputs is None or set(block.inputs) != set(node.inputs):
         found |= {n.block_id: n for n in store.get_nodes(block.canvas_id, node.inputs)}
-    return node, with_full_content([found[i] for i in node.inputs if i in found])
+    return node, with_full_content([found[i] for i in node.inputs if i in found]), account
 
 
 def _task_ids(canvas_id: str, block_id: str) -> list[str]:
