@@ -24,7 +24,7 @@ ARGS ?=
 export SAM_CLI_TELEMETRY := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup run test lint lint-imports vulture format test-unit test-component test-statemachine test-e2e \
+.PHONY: help setup run test lint lint-imports vulture typecheck format test-unit test-component test-statemachine test-e2e \
 	infra-check build lock bench clean distclean browser
 
 help:
@@ -33,7 +33,7 @@ help:
 	@echo "                        (make run installs only what running needs: the project and moto)"
 	@echo "make run [ARGS=...]     start the embedded stack (canvas serve)"
 	@echo "make test               lint, unit, component, statemachine, e2e tests, infra-check"
-	@echo "make lint | format      ruff, import-linter's layers and vulture | apply ruff fixes and formatting"
+	@echo "make lint | format      ruff, import-linter's layers, vulture and mypy | apply ruff fixes and formatting"
 	@echo "make test-<tier>        one tier: unit, component, statemachine, e2e"
 	@echo "make infra-check        cfn-lint, sam validate --lint, check_asl.py, the locks, checkov"
 	@echo "make build              sam build (no container), then bytecode for everything built"
@@ -97,13 +97,16 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(MAKE) --no-print-directory lint-imports vulture
+	$(MAKE) --no-print-directory lint-imports vulture typecheck
 
 lint-imports: setup
 	$(BIN)/lint-imports --no-logo
 
 vulture: setup
 	$(BIN)/vulture
+
+typecheck: setup
+	$(BIN)/mypy
 
 format: setup
 	$(BIN)/ruff check --fix .
