@@ -8,7 +8,7 @@ from canvas_core.content import with_full_content
 from canvas_core.errors import CanvasNotFoundError, TaskNotFoundError
 from canvas_core.models.api import CanvasDagResponse, EdgeView, NodeView, TaskTreeResponse, TaskView
 from canvas_core.models.catalog import TaskStatus
-from canvas_core.models.items import TaskItem
+from canvas_core.models.items import NodeItem, TaskItem
 
 
 def get_canvas_dag(canvas_id: str, account_id: str, store: Store | None = None) -> CanvasDagResponse:
@@ -21,19 +21,21 @@ def get_canvas_dag(canvas_id: str, account_id: str, store: Store | None = None) 
     return CanvasDagResponse(
         canvas_id=canvas.canvas_id,
         canvas_name=canvas.canvas_name,
-        nodes=[
-            NodeView(
-                id=n.block_id,
-                name=n.name,
-                type=n.type,
-                status=n.status.value,
-                content=n.content,
-                url=n.url,
-                sources=[s.model_dump(mode="json", exclude_none=True) for s in n.sources],
-            )
-            for n in nodes
-        ],
+        nodes=[node_view(n) for n in nodes],
         edges=[EdgeView(source_id=e.source_id, target_id=e.target_id) for e in edges],
+    )
+
+
+def node_view(node: NodeItem) -> NodeView:
+    """A node as the DAG endpoint (and the canvas viewer) show it."""
+    return NodeView(
+        id=node.block_id,
+        name=node.name,
+        type=node.type,
+        status=node.status.value,
+        content=node.content,
+        url=node.url,
+        sources=[s.model_dump(mode="json", exclude_none=True) for s in node.sources],
     )
 
 

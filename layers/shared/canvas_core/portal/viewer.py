@@ -3,16 +3,14 @@ row per block within its column), each block's content, sources, credits and mod
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.adapters.store import Store
-from canvas_core.canvas import get_task_tree
+from canvas_core.canvas import get_task_tree, node_view
 from canvas_core.content import with_full_content
 from canvas_core.errors import RunNotFoundError
-from canvas_core.models.api import RunStatusResponse, TaskTreeResponse
+from canvas_core.models.api import NodeView, RunStatusResponse, TaskTreeResponse
 from canvas_core.models.base import Model
 from canvas_core.models.items import EdgeItem, NodeItem
 from canvas_core.observability import tracer
@@ -22,14 +20,9 @@ NODE_WIDTH, NODE_HEIGHT = 170, 54
 COLUMN_GAP, ROW_GAP, MARGIN = 50, 22, 16
 
 
-class ViewerNode(Model):
-    id: str
-    name: str
-    type: str
-    status: str
-    content: str | None = None
-    url: str | None = None
-    sources: list[dict[str, Any]] = Field(default_factory=list)
+class ViewerNode(NodeView):
+    """A node of GET /v1/canvas/{canvas_id}/dag, with what the side panel shows and where it is drawn."""
+
     credits: int = 0
     models_used: list[str] = Field(default_factory=list)
     error: str | None = None
@@ -74,13 +67,7 @@ def canvas_view(
         height=height,
         nodes=[
             ViewerNode(
-                id=n.block_id,
-                name=n.name,
-                type=n.type,
-                status=n.status.value,
-                content=n.content,
-                url=n.url,
-                sources=[s.model_dump(mode="json", exclude_none=True) for s in n.sources],
+                **dict(node_view(n)),
                 credits=n.credits,
                 models_used=n.models_used,
                 error=n.error,
