@@ -78,12 +78,16 @@ _.quotePrefix
 _.number_format
 _.freeze_panes
 
-# Powertools: a Logger hook it calls, and the Lambda context attributes and cold-start flag it reads.
+# Powertools: a Logger hook it calls, the Lambda context attributes and cold-start flag it reads, and what its
+# resolver reads of canvas_core's (api/app.py): the event it builds, the headers it validates, its validation.
 _._get_logger
 _.invoked_function_arn
 _.function_version
 _.get_remaining_time_in_millis
 _.is_cold_start
+_._to_proxy_event
+_.resolved_headers_field
+_._request_validation_middleware
 
 # moto: the signature of the Lambda seam the embedded stack replaces, and what patched functions expose.
 _.state_credentials

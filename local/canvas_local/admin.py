@@ -90,10 +90,10 @@ def target(stack_name: str | None, region: str | None, endpoint_url: str | None)
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     if stack_name:
         os.environ.update(_table_names(stack_name))
+    from canvas_core import settings
     from canvas_core.adapters.aws import reset_clients
-    from canvas_core.config import get_settings
 
-    get_settings.cache_clear()
+    settings.reset()
     reset_clients()
 
 
@@ -126,7 +126,7 @@ def create_account(args: argparse.Namespace) -> int:
 
 def grant_credits(args: argparse.Namespace) -> int:
     from canvas_core.adapters.accounts import AccountStore
-    from canvas_core.adapters.store import ConditionFailed
+    from canvas_core.adapters.dynamodb import ConditionFailed
 
     try:
         balance = AccountStore().grant_credits(args.account_id, args.credits)
@@ -166,7 +166,8 @@ def list_keys(args: argparse.Namespace) -> int:
 
 
 def revoke_key(args: argparse.Namespace) -> int:
-    from canvas_core.adapters.store import ConditionFailed, Store
+    from canvas_core.adapters.dynamodb import ConditionFailed
+    from canvas_core.adapters.store import Store
     from canvas_core.auth import hash_api_key
     from canvas_core.errors import ServiceError
     from canvas_core.keys import revoke_key as revoke

@@ -480,9 +480,8 @@ def _forget_cached_clients() -> None:
     """canvas_core builds clients and settings once per container; a new stack is a new container."""
     try:
         aws = importlib.import_module("canvas_core.adapters.aws")
-        config = importlib.import_module("canvas_core.config")
+        settings = importlib.import_module("canvas_core.settings")
     except ImportError:
         return
     aws.reset_clients()
-    config.get_settings.cache_clear()
-    config.webhook_settings.cache_clear()
+    settings.reset()

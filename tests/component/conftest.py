@@ -13,9 +13,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from canvas_core import settings
 from canvas_core.adapters.aws import reset_clients
 from canvas_core.auth import create_account_with_key
-from canvas_core.config import get_settings
 from canvas_local import moto_patch
 from canvas_local.template import Template
 from tests.support import ROOT
@@ -52,7 +52,6 @@ def aws(template: Template, monkeypatch: pytest.MonkeyPatch, moto_locks: None) -
         for name, value in template.function_environment(spec.logical_id).items():
             monkeypatch.setenv(name, value)
     monkeypatch.setenv("MODEL_PROVIDER", "offline")
-    get_settings.cache_clear()
     reset_clients()
     with mock_aws():
         ddb, s3, sfn = (boto3.client(s, region_name="us-east-1") for s in ("dynamodb", "s3", "stepfunctions"))
@@ -65,9 +64,8 @@ def aws(template: Template, monkeypatch: pytest.MonkeyPatch, moto_locks: None) -
             name=machine.name, definition=machine.definition, roleArn="arn:aws:iam::123456789012:role/sfn"
         )["stateMachineArn"]
         monkeypatch.setenv("STATE_MACHINE_ARN", arn)
-        get_settings.cache_clear()
-        yield SimpleNamespace(ddb=ddb, s3=s3, sfn=sfn, state_machine_arn=arn, settings=get_settings())
-    get_settings.cache_clear()
+        settings.reset()
+        yield SimpleNamespace(ddb=ddb, s3=s3, sfn=sfn, state_machine_arn=arn, settings=settings.api_settings())
     reset_clients()
 
 

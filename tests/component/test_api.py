@@ -167,6 +167,29 @@ def test_malformed_uuid_is_400(aws, account, function, context, folder, event, p
     assert body_of(response) == {"success": False, "error": message}
 
 
+@pytest.mark.parametrize(
+    ("folder", "event", "changes"),
+    [
+        ("api/get_run", "get_run", {"path_parameters": {"run_id": "not-a-uuid"}}),
+        ("api/create_run", "create_run", {"body": "prompt=x&template=essay"}),
+        ("api/create_run", "create_run", {"content_type": "application/json", "body": '{"prompt": "x"}'}),
+        (
+            "api/list_runs",
+            "list_runs",
+            {"queryStringParameters": {"limit": "0"}, "multiValueQueryStringParameters": None},
+        ),
+    ],
+)
+def test_a_malformed_request_without_a_key_answers_401(aws, function, context, folder, event, changes):
+    # Given a request that is malformed as well as unauthenticated
+    request = load_event(event, api_key=None, **changes)
+    # When
+    response = function(folder)(request, context)
+    # Then authentication answers first (docs/api.md)
+    assert response["statusCode"] == 401
+    assert body_of(response) == {"success": False, "error": "X-API-KEY header required"}
+
+
 def test_another_accounts_run_and_canvas_answer_as_missing(aws, account, function, context):
     # Given a run of another account
     _, other_key = create_account_with_key()

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from canvas_core import settings
 from canvas_core.adapters.store import Store
 from canvas_core.auth import create_account_with_key
-from canvas_core.config import get_settings
 from canvas_core.models.items import CanvasItem, RunItem
 from canvas_core.orchestration import finalize_run
 from tests.support import body_of, header, load_event
@@ -145,7 +145,7 @@ def test_fail_run_gives_the_slot_back(aws, account, function, context, event_nam
 def test_a_run_whose_execution_cannot_start_gives_its_slot_back(aws, account, function, context, monkeypatch):
     # Given a state machine that does not exist
     monkeypatch.setenv("STATE_MACHINE_ARN", aws.state_machine_arn + "Missing")
-    get_settings.cache_clear()
+    settings.reset()
     # When
     response = create(function, context, account.api_key)
     # Then the run stored for it has ended and holds no slot
@@ -156,7 +156,7 @@ def test_a_run_whose_execution_cannot_start_gives_its_slot_back(aws, account, fu
 def test_the_limit_is_a_setting(aws, account, function, context, monkeypatch):
     # Given a deployment that allows two runs at once
     monkeypatch.setenv("MAX_CONCURRENT_RUNS", "2")
-    get_settings.cache_clear()
+    settings.reset()
     fill(function, context, account.api_key, count=2)
     # When
     response = create(function, context, account.api_key)

@@ -7,9 +7,9 @@ import io
 import pytest
 from botocore.exceptions import ClientError
 
+from canvas_core import settings
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
-from canvas_core.config import get_settings
 from canvas_core.errors import StorageError
 from canvas_local.cli import main
 from tests.support import body_of, load_event
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.component
 def test_a_run_whose_execution_cannot_start_is_failed_not_left_running(aws, account, function, context, monkeypatch):
     # Given a state machine that does not exist
     monkeypatch.setenv("STATE_MACHINE_ARN", aws.state_machine_arn + "Missing")
-    get_settings.cache_clear()
+    settings.reset()
     # When
     response = function("api/create_run")(load_event("create_run", api_key=account.api_key), context)
     # Then the client gets a 500 in the error shape, and the run stored for it has ended

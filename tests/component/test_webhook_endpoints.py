@@ -11,11 +11,11 @@ import uuid
 import boto3
 import pytest
 
+from canvas_core import settings
 from canvas_core.adapters.events import Events
 from canvas_core.adapters.store import Store
 from canvas_core.adapters.webhook_store import WebhookStore
 from canvas_core.auth import create_account_with_key
-from canvas_core.config import webhook_settings
 from canvas_core.models.api import CreateRunRequest
 from canvas_core.models.items import RunItem
 from canvas_core.models.webhooks import DeliveryMessage, EndpointStatus
@@ -33,7 +33,7 @@ HOOK = "https://93.184.215.14/canvas"  # a public address: registration resolves
 def queues(aws, template, monkeypatch):
     """The template's queues and its rule, as the stack provisions them (moto's EventBridge delivers to SQS)."""
     monkeypatch.delenv("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", raising=False)
-    webhook_settings.cache_clear()
+    settings.reset()
     sqs, events = boto3.client("sqs", region_name="us-east-1"), boto3.client("events", region_name="us-east-1")
     spec = TemplateQueues(template)
     declared = spec.queues()
@@ -46,7 +46,6 @@ def queues(aws, template, monkeypatch):
         events.put_rule(**rule)
         events.put_targets(Rule=rule["Name"], EventBusName=rule["EventBusName"], Targets=targets)
     yield sqs, urls
-    webhook_settings.cache_clear()
 
 
 def call(function, context, name: str, api_key: str, endpoint_id: str | None = None, body: dict | None = None):

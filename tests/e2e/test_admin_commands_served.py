@@ -4,44 +4,22 @@ endpoint the server prints, from another process."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+from tests.e2e.conftest import CANVAS, canvas_serve
 
-CANVAS = Path(sys.executable).with_name("canvas")
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, str]]:
     """(base URL, AWS endpoint URL) of a `canvas serve` in its own process."""
-    process = subprocess.Popen(
-        [str(CANVAS), "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        printed: dict[str, str] = {}
-        assert process.stdout is not None
-        while "endpoint" not in printed:
-            line = process.stdout.readline()
-            assert line, "canvas serve exited before it was listening"
-            if line.startswith("Canvas Run Service listening on "):
-                printed["base"] = line.split(" on ", 1)[1].strip()
-            elif line.startswith("AWS endpoint"):
-                printed["endpoint"] = line.rsplit(" ", 1)[1].strip()
-        yield printed["base"], printed["endpoint"]
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(30)
+    with canvas_serve() as server:
+        yield server.base_url, server.endpoint_url
 
 
 def canvas(*args: str) -> subprocess.CompletedProcess:

@@ -7,19 +7,15 @@ import base64
 import json
 import os
 import signal
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.e2e.conftest import canvas_serve
 from tests.support import multipart
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
-
-CANVAS = Path(sys.executable).with_name("canvas")
 
 
 def test_a_get_reaches_its_function_as_an_api_gateway_proxy_event(mini_stack):
@@ -137,18 +133,10 @@ def test_a_presigned_get_downloads_from_moto_over_plain_http(mini_stack):
 
 def test_canvas_serve_prints_its_url_and_key_then_stops_cleanly_on_ctrl_c():
     # Given `canvas serve` on a free port, with no key given
-    process = subprocess.Popen(
-        [str(CANVAS), "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    with canvas_serve() as server:
         # When it says it listens
-        listening = process.stdout.readline().strip()
-        key_line = process.stdout.readline().strip()
-        base_url = listening.removeprefix("Canvas Run Service listening on ")
+        listening, key_line = server.lines[:2]
+        base_url = server.base_url
 
         # Then it answers at once, and the key it printed is an account's key
         assert listening.startswith("Canvas Run Service listening on http://127.0.0.1:")
@@ -161,12 +149,8 @@ def test_canvas_serve_prints_its_url_and_key_then_stops_cleanly_on_ctrl_c():
         assert unknown_key.status_code == 401
 
         # ... and Ctrl-C stops it with exit code 0
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(timeout=20) == 0
 
 
 def test_operator_settings_in_the_environment_win_over_the_templates(local_stack_factory, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -19,3 +20,23 @@ def model_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.endswith("_MODEL_ID") or name == "AWS_ENDPOINT_URL":
             monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def caches() -> Iterator[Callable[[bool], None]]:
+    """`use(True)` installs canvas_local.moto_patch's caches, `use(False)` removes them; the state before is
+    restored."""
+    from moto.dynamodb.models.table import Table
+
+    from canvas_local import moto_patch
+
+    installed_before = Table.query is moto_patch._query_partition
+
+    def use(installed: bool) -> None:
+        if installed:
+            moto_patch.install_caches()
+        else:
+            moto_patch.uninstall_caches()
+
+    yield use
+    use(installed_before)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from canvas_core import settings
 from canvas_core.blocks.context import BlockContext
 from canvas_core.errors import BlockFatalError, BlockRetryableError, StorageError
 from canvas_core.gather.fetch import BlockedAddressError, Page
@@ -406,6 +407,7 @@ def test_an_unknown_search_provider_fails_the_block(monkeypatch):
         with pytest.raises(BlockFatalError, match="Unknown search provider 'bing'"):
             module.run(context("web-research-block"))
     monkeypatch.setenv("SEARCH_PROVIDER", "brave")
+    settings.reset()
     with pytest.raises(BlockFatalError, match="SEARCH_API_KEY is not set"):
         web_research.run(context("web-research-block"))
 
@@ -467,6 +469,7 @@ def test_deep_research_stops_at_its_budget(monkeypatch):
     assert "3 rounds;" in out.content and "stopped because the rounds budget was reached" in out.content
     monkeypatch.setenv("DEEP_RESEARCH_MAX_STEPS", "10")
     monkeypatch.setenv("DEEP_RESEARCH_MAX_PAGES", "2")
+    settings.reset()
     ctx = context("deep-research-block", provider=always_more)
     out = deep_research.run(ctx)
     assert ctx.usage.pages_fetched == 2 and "the pages read budget was reached" in out.content

@@ -12,7 +12,7 @@ from canvas_core.gather.fetch import (
     FetchRefusedError,
     address_problem,
 )
-from canvas_core.gather.settings import GatherSettings, gather_settings
+from canvas_core.settings import GatherSettings, gather_settings
 
 pytestmark = pytest.mark.unit
 

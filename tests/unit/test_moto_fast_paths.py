@@ -4,7 +4,7 @@ answered as stored, JSONPath and update expressions parsed once, and boto3's req
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -41,20 +41,6 @@ ITEM = {
         }
     },
 }
-
-
-@pytest.fixture
-def caches() -> Iterator[Callable[[bool], None]]:
-    installed_before = sfn_json_path.parse is moto_patch._json_path_once
-
-    def use(installed: bool) -> None:
-        if installed:
-            moto_patch.install_caches()
-        else:
-            moto_patch.uninstall_caches()
-
-    yield use
-    use(installed_before)
 
 
 @pytest.fixture

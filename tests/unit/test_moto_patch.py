@@ -11,7 +11,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from types import SimpleNamespace
@@ -22,7 +22,6 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import backends as moto_backends
 from moto import mock_aws
-from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler
 from moto.s3.responses import S3Response
 from moto.stepfunctions.parser import utils as sfn_utils
@@ -429,21 +428,6 @@ ATTRIBUTES = [{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "
 def backend_locks() -> Iterator[None]:
     with moto_patch.backend_locks():
         yield
-
-
-@pytest.fixture
-def caches() -> Iterator[Callable[[bool], None]]:
-    """`use(True)` installs moto_patch's caches, `use(False)` removes them; the state before is restored."""
-    installed_before = Table.query is moto_patch._query_partition
-
-    def use(installed: bool) -> None:
-        if installed:
-            moto_patch.install_caches()
-        else:
-            moto_patch.uninstall_caches()
-
-    yield use
-    use(installed_before)
 
 
 @pytest.fixture

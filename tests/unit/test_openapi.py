@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from canvas_core.models.catalog import Template
 from tests.support import ROOT
 
 pytestmark = pytest.mark.unit
@@ -41,11 +42,14 @@ def test_openapi_lists_the_routes_with_the_api_key_scheme():
 
 
 def test_openapi_describes_each_webhook_route_with_its_own_answer():
-    paths = json.loads((ROOT / "docs" / "openapi.json").read_text())["paths"]
+    document = json.loads((ROOT / "docs" / "openapi.json").read_text())
+    paths, schemas = document["paths"], document["components"]["schemas"]
 
     def answer(path: str, method: str) -> str:
-        schema = paths[path][method]["responses"]["200"]["content"]["application/json"]["schema"]
-        return schema["properties"]["data"]["$ref"].rsplit("/", 1)[1]
+        envelope = paths[path][method]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        body = schemas[envelope.rsplit("/", 1)[1]]
+        assert body["required"] == ["success", "data"] and body["properties"]["success"]["const"] is True
+        return body["properties"]["data"]["$ref"].rsplit("/", 1)[1]
 
     assert answer("/v1/webhook_endpoints", "post") == "WebhookEndpointCreated"
     assert answer("/v1/webhook_endpoints", "get") == "WebhookEndpointList"
@@ -54,3 +58,36 @@ def test_openapi_describes_each_webhook_route_with_its_own_answer():
     assert answer("/v1/webhook_endpoints/{endpoint_id}/ping", "post") == "WebhookPingSent"
     assert answer("/v1/webhook_endpoints/{endpoint_id}/deliveries", "get") == "WebhookDeliveryList"
     assert "application/json" in paths["/v1/webhook_endpoints"]["post"]["requestBody"]["content"]
+
+
+def test_path_ids_are_uuids_and_the_create_form_names_every_template():
+    document = json.loads((ROOT / "docs" / "openapi.json").read_text())
+    ids = [
+        parameter
+        for path in document["paths"].values()
+        for operation in path.values()
+        for parameter in operation.get("parameters", [])
+        if parameter["in"] == "path"
+    ]
+    assert ids and all(p["schema"]["format"] == "uuid" for p in ids)
+    form = document["paths"]["/v1/run"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]["$ref"]
+    assert form == "#/components/schemas/CreateRunForm"
+    template = document["components"]["schemas"]["CreateRunForm"]["properties"]["template"]["$ref"]
+    assert document["components"]["schemas"][template.rsplit("/", 1)[1]]["enum"] == [t.value for t in Template]
+
+
+def test_the_check_fails_when_a_template_is_added_without_regenerating():
+    # Given the code with a template the committed document does not name
+    with_essay = (
+        "import enum, runpy, sys\n"
+        "from canvas_core.models import catalog\n"
+        "members = {t.name: t.value for t in catalog.Template} | {'ESSAY': 'essay'}\n"
+        "catalog.Template = enum.StrEnum('Template', members)\n"
+        "sys.argv = ['scripts/generate_openapi.py', '--check']\n"
+        "runpy.run_path('scripts/generate_openapi.py', run_name='__main__')\n"
+    )
+    # When the drift check runs
+    result = subprocess.run([sys.executable, "-c", with_essay], cwd=ROOT, capture_output=True, text=True)
+    # Then it fails
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "docs/openapi.json is out of date" in result.stderr

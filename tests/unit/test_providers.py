@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from canvas_core import settings
 from canvas_core.errors import BlockFatalError, BlockRetryableError
 from canvas_core.providers import get_provider
 from canvas_core.providers.bedrock import BedrockProvider, bedrock_runtime
@@ -253,6 +254,7 @@ def test_provider_is_chosen_by_model_provider(monkeypatch):
     monkeypatch.setenv("MODEL_PROVIDER", "offline")
     assert isinstance(get_provider(), OfflineProvider)
     monkeypatch.setenv("MODEL_PROVIDER", "bedrock")
+    settings.reset()
     assert isinstance(get_provider(), BedrockProvider)
     with pytest.raises(ValueError, match="Unknown model provider: 'gemini'"):
         get_provider("gemini")

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from botocore.exceptions import ClientError
 
+from canvas_core import settings
 from canvas_core.blocks import image_upload
 from canvas_core.blocks.context import BlockContext
 from canvas_core.blocks.image_generate import image_model
@@ -290,6 +291,7 @@ def test_bedrock_draws_with_the_image_model_only_when_one_is_set(monkeypatch):
     assert provider.generate_image is None and image_model(provider) is None
     # When IMAGE_MODEL_ID names one, and the first call is throttled
     monkeypatch.setenv("IMAGE_MODEL_ID", "amazon.nova-canvas-v1:0")
+    settings.reset()
     png = files.image("png", (16, 16))
     runtime = InvokeRuntime({"images": [base64.b64encode(png).decode()]}, errors=("ThrottlingException",))
     provider = BedrockProvider(runtime=runtime, backoff_seconds=0)

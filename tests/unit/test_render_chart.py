@@ -11,6 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from PIL import Image
 
+from canvas_core import settings
 from canvas_core.blocks.image_generate import BedrockImageModel, image_model
 from canvas_core.errors import BlockFatalError, BlockRetryableError
 from canvas_core.render import RenderCheckError
@@ -105,6 +106,8 @@ def test_the_image_model_is_the_providers_else_bedrocks_when_configured(monkeypa
     assert image_model(object()) is None
     monkeypatch.setenv("IMAGE_MODEL_ID", "amazon.nova-canvas-v1:0")
     monkeypatch.setenv("MODEL_PROVIDER", "bedrock")
+    settings.reset()
     assert isinstance(image_model(object()), BedrockImageModel)
     monkeypatch.setenv("MODEL_PROVIDER", "offline")
+    settings.reset()
     assert image_model(object()) is None

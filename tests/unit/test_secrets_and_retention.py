@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 
 import boto3
 import pytest
 from moto import mock_aws
 
 from canvas_core.adapters.store import Store
-from canvas_core.config import get_settings
 from canvas_core.errors import BlockFatalError
-from canvas_core.gather.settings import gather_settings
+from canvas_core.gather.search import search_api_key
 from canvas_core.models.catalog import TaskType
 from canvas_core.models.items import CanvasItem, RunItem, TaskItem
+from canvas_core.settings import ServiceSettings, gather_settings
 
 pytestmark = pytest.mark.unit
 
@@ -31,17 +30,17 @@ def test_the_search_key_is_read_from_its_secret(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     with mock_aws():
         monkeypatch.setenv("SEARCH_API_KEY_SECRET_ARN", create_secret("search-json", json.dumps({"api_key": "bk-1"})))
-        # When the gathering blocks read their settings
-        settings = gather_settings()
-    # Then the key is the secret's
-    assert settings.search_api_key == "bk-1"
+        # When the search provider's key is read
+        key = search_api_key(gather_settings())
+    # Then it is the secret's
+    assert key == "bk-1"
 
 
 def test_a_key_in_the_environment_wins_over_the_secret(monkeypatch):
     monkeypatch.setenv("SEARCH_API_KEY", "from-env")
     monkeypatch.setenv("SEARCH_API_KEY_SECRET_ARN", "arn:aws:secretsmanager:us-east-1:123456789012:secret:unread")
 
-    assert gather_settings().search_api_key == "from-env"
+    assert search_api_key(gather_settings()) == "from-env"
 
 
 def test_a_search_secret_that_cannot_be_read_fails_the_block(monkeypatch):
@@ -52,7 +51,7 @@ def test_a_search_secret_that_cannot_be_read_fails_the_block(monkeypatch):
             "SEARCH_API_KEY_SECRET_ARN", "arn:aws:secretsmanager:us-east-1:123456789012:secret:missing-AbCdEf"
         )
         with pytest.raises(BlockFatalError, match="search API key secret could not be read"):
-            gather_settings()
+            search_api_key(gather_settings())
 
 
 class RecordingDynamoDB:
@@ -76,7 +75,7 @@ class RecordingDynamoDB:
 def test_runs_canvases_and_tasks_are_written_with_their_expiry():
     # Given a store that keeps data for 7 days
     ddb = RecordingDynamoDB()
-    store = Store(replace(get_settings(), data_retention_days=7), dynamodb=ddb)
+    store = Store(ServiceSettings(data_retention_days=7), dynamodb=ddb)
     run = RunItem(
         run_id="r1", account_id="a1", canvas_id="c1", prompt="p", template="auto", created_at_ms=1,
         estimated_duration_ms=1,

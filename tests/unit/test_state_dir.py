@@ -17,8 +17,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from canvas_core.adapters.store import Store
-from canvas_core.config import get_settings
 from canvas_core.models.items import RunItem
+from canvas_core.settings import ServiceSettings
 from canvas_local import state_dir
 from canvas_local.state_dir import FORMAT_VERSION, RestoreReport, SaveReport, StateDir, StateDirError
 
@@ -365,7 +365,7 @@ def test_runs_left_running_finds_exactly_the_running_runs() -> None:
             AttributeDefinitions=[{"AttributeName": "run_id", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "run_id", "KeyType": "HASH"}],
         )
-        store = Store(dataclasses.replace(get_settings(), runs_table=RUNS_TABLE), dynamodb=dynamodb)
+        store = Store(ServiceSettings(runs_table=RUNS_TABLE), dynamodb=dynamodb)
         for i in range(12):
             store.put_run(
                 RunItem(

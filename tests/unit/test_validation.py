@@ -1,11 +1,15 @@
-"""The create-run rules, with the exact messages a client sees."""
+"""The create-run rules (the form model's validators, and how a body is read), with the exact messages a client
+sees."""
 
+import base64
 import json
 
 import pytest
+from aws_lambda_powertools.event_handler.openapi.params import UploadFile
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from pydantic import ValidationError
 
-from canvas_core.api.forms import body_bytes, parse_form
-from canvas_core.config import get_settings
+from canvas_core.api.forms import FormBody, read_body
 from canvas_core.errors import (
     BadRequestError,
     InvalidBlocksError,
@@ -14,17 +18,32 @@ from canvas_core.errors import (
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
 )
-from canvas_core.models.forms import FilePart, Form
-from canvas_core.validation import validate_create_request
+from canvas_core.models.base import refusal
+from canvas_core.settings import api_settings
+from canvas_core.validation import CreateRunForm
 from tests.support import PNG_1X1, multipart
 
 pytestmark = pytest.mark.unit
-SETTINGS = get_settings()
+SETTINGS = api_settings()
 
 
 def validate(**fields):
-    files = fields.pop("files", [])
-    return validate_create_request(Form(fields=fields, files=files), SETTINGS)
+    """The form as POST /v1/run reads it, or the error a client is answered with."""
+    try:
+        return CreateRunForm.model_validate(fields)
+    except ValidationError as exc:
+        raise refusal(exc.errors()) or exc from None
+
+
+def upload(filename, content_type, data):
+    return UploadFile(content=data, filename=filename, content_type=content_type)
+
+
+def read(content_type, body, max_bytes, is_base64=False):
+    event = APIGatewayProxyEvent(
+        {"headers": {"Content-Type": content_type} if content_type else {}, "body": body, "isBase64Encoded": is_base64}
+    )
+    return read_body(event, FormBody(max_bytes=max_bytes))
 
 
 def test_defaults_to_auto_template():
@@ -85,9 +104,9 @@ def test_blocks_override_template_and_drop_duplicates():
 
 def test_files_are_checked_by_extension_and_content():
     # Given a real PNG, a PNG that is not one, and an executable
-    good = FilePart("pixel.png", "image/png", PNG_1X1)
-    fake = FilePart("photo.png", "image/png", b"GIF89a not a png at all")
-    exe = FilePart("tool.exe", "application/octet-stream", b"MZ\x90\x00")
+    good = upload("pixel.png", "image/png", PNG_1X1)
+    fake = upload("photo.png", "image/png", b"GIF89a not a png at all")
+    exe = upload("tool.exe", "application/octet-stream", b"MZ\x90\x00")
     # Then
     assert validate(prompt="x", files=[good]).files[0].data == PNG_1X1
     with pytest.raises(InvalidFileError, match="does not contain what its extension says"):
@@ -95,18 +114,18 @@ def test_files_are_checked_by_extension_and_content():
     with pytest.raises(InvalidFileError, match=r"Unsupported file type: tool\.exe"):
         validate(prompt="x", files=[exe])
     with pytest.raises(InvalidFileError, match="is empty"):
-        validate(prompt="x", files=[FilePart("a.txt", "text/plain", b"")])
+        validate(prompt="x", files=[upload("a.txt", "text/plain", b"")])
     with pytest.raises(InvalidFileError, match="does not contain"):
-        validate(prompt="x", files=[FilePart("a.json", "application/json", b"{not json")])
+        validate(prompt="x", files=[upload("a.json", "application/json", b"{not json")])
     with pytest.raises(InvalidFileError, match="does not contain"):
-        validate(prompt="x", files=[FilePart("a.docx", "application/zip", b"PK\x03\x04garbage")])
+        validate(prompt="x", files=[upload("a.docx", "application/zip", b"PK\x03\x04garbage")])
 
 
 def test_file_count_and_size_limits():
-    many = [FilePart(f"{i}.txt", "text/plain", b"hello") for i in range(SETTINGS.max_files + 1)]
+    many = [upload(f"{i}.txt", "text/plain", b"hello") for i in range(SETTINGS.max_files + 1)]
     with pytest.raises(BadRequestError, match=f"Too many files: {SETTINGS.max_files + 1}"):
         validate(prompt="x", files=many)
-    big = FilePart("big.txt", "text/plain", b"a" * (SETTINGS.max_upload_bytes + 1))
+    big = upload("big.txt", "text/plain", b"a" * (SETTINGS.max_upload_bytes + 1))
     with pytest.raises(PayloadTooLargeError):
         validate(prompt="x", files=[big])
 
@@ -118,32 +137,35 @@ def test_multipart_keeps_binary_bytes_and_repeated_files():
         [("a.png", PNG_1X1, "image/png"), ("b.txt", b"\xef\xbb\xbfhi\r\n", "text/plain")],
     )
     # When
-    form = parse_form(content_type, body, 10_000_000)
+    form = read(content_type, base64.b64encode(body).decode(), 10_000_000, is_base64=True)
     # Then
-    assert form.fields == {"prompt": "Describe", "template": "auto"}
-    assert [(f.filename, f.data) for f in form.files] == [("a.png", PNG_1X1), ("b.txt", b"\xef\xbb\xbfhi\r\n")]
+    files = form.pop("files")
+    assert form == {"prompt": "Describe", "template": "auto"}
+    assert [(f.filename, f.content) for f in files] == [("a.png", PNG_1X1), ("b.txt", b"\xef\xbb\xbfhi\r\n")]
 
 
 def test_urlencoded_and_unsupported_bodies():
-    assert parse_form("application/x-www-form-urlencoded", b"prompt=a+b&template=", 1000).fields == {
+    assert read("application/x-www-form-urlencoded", "prompt=a+b&template=", 1000) == {
         "prompt": "a b",
         "template": "",
+        "files": [],
     }
+    assert read(None, "prompt=x", 1000)["prompt"] == "x"
     with pytest.raises(UnsupportedMediaTypeError, match="Unsupported Content-Type: application/json"):
-        parse_form("application/json", b'{"prompt": "x"}', 1000)
+        read("application/json", '{"prompt": "x"}', 1000)
     with pytest.raises(BadRequestError, match="without a boundary"):
-        parse_form("multipart/form-data", b"--x--", 1000)
-    with pytest.raises(PayloadTooLargeError):
-        parse_form("application/x-www-form-urlencoded", b"x" * 1001, 1000)
+        read("multipart/form-data", "--x--", 1000)
+    with pytest.raises(PayloadTooLargeError, match=r"Request body too large: 1001 bytes \(maximum 1000\)"):
+        read("application/x-www-form-urlencoded", "x" * 1001, 1000)
     with pytest.raises(BadRequestError, match="not valid base64"):
-        body_bytes("@@@", True)
+        read("multipart/form-data; boundary=x", "@@@", 1000, is_base64=True)
 
 
 def test_file_part_under_another_name_is_refused():
     content_type, body = multipart({"prompt": "x"})
     body = body.replace(b'name="prompt"', b'name="document"; filename="a.txt"')
     with pytest.raises(BadRequestError, match="send files as repeated 'files' parts"):
-        parse_form(content_type, body, 10_000)
+        read(content_type, body.decode(), 10_000)
 
 
 def test_control_characters_are_dropped_from_the_prompt_and_the_instructions():
@@ -162,8 +184,8 @@ def test_json_nested_too_deeply_is_refused_without_recursing():
     assert caught.value.status_code == 400 and caught.value.message.startswith("Invalid blocks: nested more than 200")
     # a .json upload
     with pytest.raises(InvalidFileError) as caught:
-        validate(prompt="x", files=[FilePart("deep.json", "application/json", deep.encode())])
+        validate(prompt="x", files=[upload("deep.json", "application/json", deep.encode())])
     assert caught.value.message == "File deep.json is nested too deeply: more than 200 levels"
     # nesting a person writes is fine, and brackets inside strings do not count
     shallow = json.dumps({"a": [[{"b": "[[[[[[" * 100}]]})
-    assert validate(prompt="x", files=[FilePart("ok.json", "application/json", shallow.encode())]).files
+    assert validate(prompt="x", files=[upload("ok.json", "application/json", shallow.encode())]).files

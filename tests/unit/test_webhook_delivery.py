@@ -10,19 +10,29 @@ import threading
 import uuid
 
 import pytest
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from pydantic import ValidationError
 from spine import SpineClient
 from spine.exceptions import WebhookSignatureError
 
+from canvas_core.api.forms import FormBody, read_body
 from canvas_core.clock import now_ms
-from canvas_core.config import webhook_settings
 from canvas_core.errors import BadRequestError, PayloadTooLargeError
 from canvas_core.gather.fetch import Page
+from canvas_core.models.base import refusal
 from canvas_core.models.items import RunItem
-from canvas_core.models.webhooks import DeliveryMessage, EndpointItem, EndpointStatus, WebhookEventType
+from canvas_core.models.webhooks import (
+    MAX_ENDPOINT_REQUEST_BYTES,
+    DeliveryMessage,
+    EndpointItem,
+    EndpointStatus,
+    WebhookEndpointRequest,
+    WebhookEventType,
+)
+from canvas_core.settings import webhook_settings
 from canvas_core.webhooks import endpoints
 from canvas_core.webhooks.delivery import GONE_REASON, Deliveries, Outcome
 from canvas_core.webhooks.events import envelope, run_event_id
-from canvas_core.webhooks.requests import parse_endpoint_request
 from canvas_core.webhooks.schedule import JITTER, MAX_ATTEMPTS, RETRY_DELAYS, retry_delay_seconds
 from canvas_core.webhooks.signing import new_secret, signature_header
 
@@ -32,12 +42,9 @@ spine = SpineClient(api_key="sk_spine_unused")
 
 
 @pytest.fixture(autouse=True)
-def settings(monkeypatch):
+def webhook_environment(monkeypatch):
     monkeypatch.delenv("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", raising=False)
     monkeypatch.delenv("WEBHOOK_RETRY_TIME_SCALE", raising=False)
-    webhook_settings.cache_clear()
-    yield
-    webhook_settings.cache_clear()
 
 
 # ---------------------------------------------------------------- signatures
@@ -132,7 +139,6 @@ def test_a_url_the_ssrf_guard_refuses_is_a_400_at_registration(url, why):
 
 def test_the_private_opt_in_allows_loopback_but_never_metadata(monkeypatch):
     monkeypatch.setenv("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "true")
-    webhook_settings.cache_clear()
     assert endpoints.check_url("http://127.0.0.1:8080/hook") == "http://127.0.0.1:8080/hook"
     with pytest.raises(BadRequestError, match="metadata"):
         endpoints.check_url("http://169.254.169.254/")
@@ -152,6 +158,18 @@ def test_unknown_event_types_are_a_400_and_none_means_all():
 
 URL = "https://a.example/h"
 FORM_URL = "url=https%3A%2F%2Fa.example%2Fh"
+
+
+def parse_endpoint_request(content_type, body):
+    """The body of POST /v1/webhook_endpoints as the API reads and validates it: (url, events), or the error."""
+    headers = {"Content-Type": content_type} if content_type else {}
+    event = APIGatewayProxyEvent({"headers": headers, "body": body.decode(), "isBase64Encoded": False})
+    fields = read_body(event, FormBody(max_bytes=MAX_ENDPOINT_REQUEST_BYTES, accepts_json=True))
+    try:
+        request = WebhookEndpointRequest.model_validate(fields)
+    except ValidationError as exc:
+        raise refusal(exc.errors()) or exc from None
+    return request.url, request.events
 
 
 @pytest.mark.parametrize(
@@ -362,7 +380,6 @@ def test_an_endpoint_whose_dns_now_points_at_a_private_address_is_never_contacte
 def test_a_delivery_does_not_follow_redirects(monkeypatch):
     # Given a receiver on loopback (allowed) that redirects elsewhere
     monkeypatch.setenv("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "true")
-    webhook_settings.cache_clear()
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)

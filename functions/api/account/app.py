@@ -3,13 +3,19 @@
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.accounts import get_account
-from canvas_core.api import caller_account, create_app, handle, ok
+from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.models.accounts import AccountView
 from canvas_core.observability import correlation_paths, logger, tracer
 
 app = create_app()
 
 
-@app.get("/v1/account")
+@app.get(
+    "/v1/account",
+    summary="Get the account's credits, usage and limits (extension)",
+    tags=["Account"],
+    responses=answers(AccountView, 401),
+)
 def get_caller_account() -> dict:
     return ok(get_account(caller_account(app)))
 

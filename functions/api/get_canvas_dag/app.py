@@ -1,17 +1,27 @@
 """GET /v1/canvas/{canvas_id}/dag: the canvas's blocks and the edges between them."""
 
+from typing import Annotated
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import caller_account, create_app, handle, ok
+from canvas_core.api import answers, caller_account, create_app, handle, ok
 from canvas_core.canvas import get_canvas_dag
+from canvas_core.models.api import CanvasDagResponse
 from canvas_core.observability import correlation_paths, logger, tracer
 
 app = create_app()
 
 
-@app.get("/v1/canvas/<canvas_id>/dag")
-def get_dag(canvas_id: str) -> dict:
-    return ok(get_canvas_dag(canvas_id, caller_account(app)))
+@app.get(
+    "/v1/canvas/<canvas_id>/dag",
+    summary="Get the canvas DAG",
+    tags=["Canvases"],
+    responses=answers(CanvasDagResponse, 400, 401, 404),
+)
+def get_dag(canvas_id: Annotated[UUID, Path(description="The run's canvas_id")]) -> dict:
+    return ok(get_canvas_dag(str(canvas_id), caller_account(app)))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)

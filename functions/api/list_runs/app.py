@@ -5,14 +5,20 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import caller_account, create_app, handle, ok
+from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.models.api import ListRunsResponse
 from canvas_core.observability import correlation_paths, logger, tracer
 from canvas_core.runs import list_runs
 
 app = create_app()
 
 
-@app.get("/v1/runs")
+@app.get(
+    "/v1/runs",
+    summary="List the caller's runs, newest first (extension)",
+    tags=["Runs"],
+    responses=answers(ListRunsResponse, 400, 401),
+)
 def get_runs(
     limit: Annotated[int, Query(ge=1, le=100, description="Runs per page")] = 20,
     cursor: Annotated[str | None, Query(description="The previous page's next_cursor")] = None,

@@ -5,6 +5,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.orchestration import fail_run
+from canvas_core.settings import orchestration_settings
+
+orchestration_settings()  # read when the function starts: a bad setting fails it there, not a step
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.EVENT_BRIDGE, clear_state=True)

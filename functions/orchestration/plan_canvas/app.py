@@ -4,6 +4,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, metrics, tracer
 from canvas_core.orchestration import parse_block_functions, plan_run
+from canvas_core.settings import orchestration_settings
+
+orchestration_settings()  # read when the function starts: a bad setting fails it there, not a step
 
 
 # The state machine hands over its input as `execution`, beside its block type -> function map.

@@ -5,6 +5,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.dataflow import release_dependents
 from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, tracer
+from canvas_core.settings import orchestration_settings
+
+orchestration_settings()  # read when the function starts: a bad setting fails it there, not a step
 
 
 @logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from canvas_core.adapters.store import Store
 from canvas_core.adapters.usage import credits_used_counter, month_of, runs_counter
-from canvas_core.config import get_settings
 from canvas_core.errors import NotFoundError
 from canvas_core.models.accounts import AccountLimits, AccountView
 from canvas_core.observability import tracer
 from canvas_core.planner import MAX_BLOCKS
+from canvas_core.settings import api_settings
 from canvas_core.webhooks.settings import MAX_ENDPOINTS_PER_ACCOUNT
 
 
@@ -22,7 +22,7 @@ def get_account(account_id: str, store: Store | None = None) -> AccountView:
     account = (store or Store()).get_account(account_id)
     if account is None:
         raise AccountNotFoundError(account_id)
-    settings, month = get_settings(), month_of()
+    settings, month = api_settings(), month_of()
     return AccountView(
         account_id=account_id,
         credits_balance=int(account.get("credits_balance", 0)),

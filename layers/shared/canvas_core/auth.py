@@ -48,7 +48,8 @@ def authenticate(headers: Mapping[str, str] | None, store: Store | None = None) 
     api_key = next((v for k, v in (headers or {}).items() if k.lower() == API_KEY_HEADER), None)
     if api_key is None or not api_key.strip():
         raise MissingApiKeyError()
-    return active_key(api_key.strip(), store)["account_id"]
+    account_id: str = active_key(api_key.strip(), store)["account_id"]
+    return account_id
 
 
 # A key's last use is written at most this often, so a busy key costs one write a minute, not one a request.

@@ -32,7 +32,7 @@ def node_view(node: NodeItem) -> NodeView:
         id=node.block_id,
         name=node.name,
         type=node.type,
-        status=node.status.value,
+        status=node.status,
         content=node.content,
         url=node.url,
         sources=[s.model_dump(mode="json", exclude_none=True) for s in node.sources],
@@ -73,8 +73,8 @@ def _subtree(task: TaskItem, tasks: list[TaskItem]) -> TaskView:
     return TaskView(
         task_id=task.task_id,
         name=task.name,
-        task_type=task.task_type.value,
-        status=task.status.value,
+        task_type=task.task_type,
+        status=task.status,
         children=[_subtree(t, tasks) for t in tasks if t.parent_id == task.task_id],
     )
 

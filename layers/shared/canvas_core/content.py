@@ -4,6 +4,8 @@ object's key. Readers (the next blocks, the DAG endpoint, the final answer) get 
 
 from __future__ import annotations
 
+from typing import NotRequired, TypedDict
+
 from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.models.items import NodeItem
 
@@ -12,7 +14,14 @@ MAX_CONTENT_BYTES = 5_000_000
 PREVIEW_CHARS = 2_000
 
 
-def content_fields(content: str, account_id: str, run_id: str, block_id: str, files: ArtifactStore) -> dict:
+class ContentFields(TypedDict):
+    """The node fields that hold a block's content: the text itself, or its preview and the key of the whole."""
+
+    content: str
+    content_key: NotRequired[str]
+
+
+def content_fields(content: str, account_id: str, run_id: str, block_id: str, files: ArtifactStore) -> ContentFields:
     """The node fields that hold `content`: inline, or a preview and the S3 key of the whole text."""
     data = content.encode("utf-8")
     if len(data) > MAX_CONTENT_BYTES:

@@ -35,7 +35,7 @@ class InvalidUuidError(BadRequestError):
 
 
 class InvalidCursorError(BadRequestError):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("Invalid cursor: pass the next_cursor of the previous page unchanged")
 
 
@@ -56,12 +56,12 @@ class AuthenticationError(ServiceError):
 
 
 class MissingApiKeyError(AuthenticationError):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("X-API-KEY header required")
 
 
 class InvalidApiKeyError(AuthenticationError):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("Invalid or revoked API key")
 
 

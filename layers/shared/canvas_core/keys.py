@@ -4,9 +4,10 @@ a key's id is derived from that hash, so every key, old ones included, has one w
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from canvas_core.adapters.accounts import AccountStore
-from canvas_core.adapters.store import ConditionFailed
+from canvas_core.adapters.dynamodb import ConditionFailed
 from canvas_core.auth import generate_api_key, hash_api_key
 from canvas_core.clock import iso_utc, now_ms, parse_uuid
 from canvas_core.errors import NotFoundError
@@ -60,7 +61,7 @@ def revoke_key(account_id: str, key_id: str, store: AccountStore | None = None) 
     return _view(record | {"status": ApiKeyStatus.REVOKED.value})
 
 
-def _view(record: dict) -> ApiKeyView:
+def _view(record: dict[str, Any]) -> ApiKeyView:
     last_used = record.get("last_used_at_ms")
     return ApiKeyView(
         id=key_id_of(record["key_hash"]),

@@ -20,7 +20,6 @@ its own handler (Powertools keeps one metric set per process).
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +32,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.metrics.provider.base import BaseProvider
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
+
+from canvas_core.settings import TracingSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
@@ -129,7 +130,7 @@ class _NoTracer:
 
 
 def _tracer() -> Tracer:
-    if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() in ("1", "true"):
+    if TracingSettings.from_environ().trace_disabled:
         return cast("Tracer", _NoTracer())
     from aws_lambda_powertools import Tracer
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from canvas_core.adapters.events import Events
@@ -17,6 +16,7 @@ from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunSt
 from canvas_core.models.items import Artifact, NodeItem, RunError, RunItem
 from canvas_core.observability import count, logger
 from canvas_core.planner import parent_task_id, plan_canvas
+from canvas_core.settings import orchestration_settings
 
 EXECUTION_ENDINGS = {
     "TIMED_OUT": "The run exceeded its maximum duration and was stopped",
@@ -44,7 +44,7 @@ def plan_run(
     # A run that has ended (its planning could not be paid) is not planned again by a retried step.
     if not nodes and run.status == RunStatus.RUNNING:
         nodes = _plan(store, run, canvas_id)
-    timeout = block_timeout_seconds()
+    timeout = orchestration_settings().block_timeout_seconds
     # Ids only: each iteration carries what it reads and releases, never outputs.
     blocks = [
         {
@@ -105,11 +105,6 @@ def _fail_unpaid(store: Store, run: RunItem, why: str) -> None:
     failure = f"Credits exhausted: the run was not planned ({why}); add credits and run again"
     logger.info("Planning refused", extra={"reason": failure})
     finalize_run(run.run_id, failure=failure, store=store)
-
-
-def block_timeout_seconds() -> int:
-    """How long a block may run before the state machine gives up on it (a Lambda runs 900 s at most)."""
-    return int(os.environ.get("BLOCK_TIMEOUT_SECONDS", "900"))
 
 
 def finalize_run(

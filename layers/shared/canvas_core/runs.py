@@ -6,7 +6,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.adapters.aws import client
@@ -14,7 +15,6 @@ from canvas_core.adapters.events import Events
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.clock import iso_utc, new_id, now_ms, parse_uuid
-from canvas_core.config import get_settings
 from canvas_core.errors import (
     BadRequestError,
     ConflictError,
@@ -40,6 +40,10 @@ from canvas_core.models.base import Model
 from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus, Template
 from canvas_core.models.items import CanvasItem, RunError, RunItem, RunSummaryItem, Upload
 from canvas_core.observability import count, logger
+from canvas_core.settings import api_settings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
 
 def create_run(
@@ -58,7 +62,7 @@ def create_run(
         raise InsufficientCreditsError(
             f"Insufficient credits: the account balance is {balance}; add credits to start a run"
         )
-    limit = get_settings().max_concurrent_runs
+    limit = api_settings().max_concurrent_runs
     # Read with the balance, so that a refused request uploads nothing; the write below is what holds the limit.
     if account is not None and int(account.get("active_runs", 0)) >= limit:
         raise TooManyConcurrentRunsError(limit)
@@ -122,7 +126,7 @@ def create_run(
     count("RunsCreated", template=str(run.template))
     return CreateRunResponse(
         run_id=run_id,
-        status=RunStatus.RUNNING.value,
+        status=RunStatus.RUNNING,
         poll_url=f"/v1/run/{run_id}",
         estimated_duration_ms=run.estimated_duration_ms,
         canvas_id=canvas_id,
@@ -148,7 +152,7 @@ def create_run_once(
         return create_run(request, account_id)
     from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 
-    create, config = _idempotent_create(get_settings().idempotency_table, client("dynamodb"))
+    create, config = _idempotent_create(api_settings().idempotency_table, client("dynamodb"))
     if lambda_context is not None:
         config.register_lambda_context(lambda_context)
     try:
@@ -157,7 +161,7 @@ def create_run_once(
         raise ConflictError("A request with this Idempotency-Key is still being processed; retry shortly") from None
 
 
-def _idempotent_create(table_name: str, dynamodb: Any) -> tuple[Any, Any]:
+def _idempotent_create(table_name: str, dynamodb: Any) -> tuple[Callable[..., CreateRunResponse], IdempotencyConfig]:
     # Imported on the first keyed request only (the utility wires a good deal); built per request, because the
     # config holds the invocation's Lambda context and no two invocations may share it.
     from aws_lambda_powertools.utilities.idempotency import (
@@ -170,7 +174,8 @@ def _idempotent_create(table_name: str, dynamodb: Any) -> tuple[Any, Any]:
     config = IdempotencyConfig(expires_after_seconds=IDEMPOTENCY_TTL_SECONDS)
     persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=dynamodb)
 
-    @idempotent_function(
+    # Powertools leaves idempotent_function's return unannotated; the function keeps its signature.
+    @idempotent_function(  # type: ignore[untyped-decorator]
         data_keyword_argument="scope",
         persistence_store=persistence,
         config=config,
@@ -205,7 +210,7 @@ def get_run_status(
 
     response = RunStatusResponse(
         run_id=run.run_id,
-        status=run.status.value,
+        status=run.status,
         canvas_id=run.canvas_id,
         prompt=run.prompt,
         template=run.template,

@@ -6,9 +6,12 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from typing import Any
 from urllib.parse import urlparse
 
-from canvas_core.config import Settings
+from aws_lambda_powertools.event_handler.openapi.params import UploadFile
+from pydantic import Field, field_validator, model_validator
+
 from canvas_core.errors import (
     BadRequestError,
     InvalidBlocksError,
@@ -17,8 +20,9 @@ from canvas_core.errors import (
     PayloadTooLargeError,
 )
 from canvas_core.models.api import CreateRunRequest, UploadedFile
+from canvas_core.models.base import RequestRefused
 from canvas_core.models.catalog import DOCUMENT_EXTENSIONS, IMAGE_EXTENSIONS, BlockType, Template
-from canvas_core.models.forms import FilePart, Form
+from canvas_core.settings import api_settings
 from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth, strip_control
 
 MAX_AGENT_INSTRUCTIONS_CHARS = 10_000
@@ -46,106 +50,151 @@ _CONTENT_TYPES = {
 }
 
 
-def validate_create_request(form: Form, settings: Settings) -> CreateRunRequest:
-    fields = form.fields
-    return CreateRunRequest(
-        prompt=_prompt(fields.get("prompt"), settings.max_prompt_chars),
-        template=_template(fields.get("template")),
-        blocks=_blocks(fields.get("blocks")),
-        agent_instructions=_agent_instructions(fields.get("agent_instructions")),
-        webhook_url=_webhook_url(fields.get("webhook_url")),
-        files=_files(form.files, settings),
+def max_body_bytes() -> int:
+    """The largest request body read: the files, and room for the text fields and the multipart framing."""
+    return api_settings().max_upload_bytes + 1024 * 1024
+
+
+class CreateRunForm(CreateRunRequest):
+    """The form of POST /v1/run, multipart/form-data or application/x-www-form-urlencoded. An empty field means
+    "not given", as HTML forms send it. A refused request is answered with the first refusal, in field order."""
+
+    prompt: str = Field(
+        description="Required; at most MAX_PROMPT_CHARS characters (20,000 unless configured). Surrounding white "
+        "space is trimmed and control characters are dropped."
+    )
+    template: Template = Field(default=Template.AUTO, description="Ignored in planning when `blocks` is given")
+    blocks: list[str] | None = Field(
+        default=None,
+        description='A JSON array of block type identifiers, e.g. ["prompt-block","text-block"]; duplicates are '
+        "dropped. Overrides `template`.",
+    )
+    agent_instructions: str | None = Field(
+        default=None, description=f"At most {MAX_AGENT_INSTRUCTIONS_CHARS:,} characters"
+    )
+    webhook_url: str | None = Field(
+        default=None,
+        json_schema_extra={"format": "uri"},
+        description="An absolute http(s) URL; accepted and stored, not honored (as the contract says)",
+    )
+    files: list[UploadedFile] = Field(
+        default_factory=list,
+        description="At most MAX_FILES files (10 unless configured), each a repeated `files` part",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _prompt_given(cls, form: Any) -> Any:
+        if isinstance(form, dict) and form.get("prompt") is None:
+            raise RequestRefused(BadRequestError("prompt is required"))
+        return form
 
-def _prompt(value: str | None, max_chars: int) -> str:
-    if value is None:
-        raise BadRequestError("prompt is required")
-    # Control characters are dropped, not refused: no document can hold them and no request means them.
-    prompt = strip_control(value).strip()
-    if not prompt:
-        raise BadRequestError("prompt must not be blank")
-    if len(prompt) > max_chars:
-        raise BadRequestError(f"prompt is too long: {len(prompt)} characters (maximum {max_chars})")
-    return prompt
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _prompt(cls, value: str) -> str:
+        max_chars = api_settings().max_prompt_chars
+        # Control characters are dropped, not refused: no document can hold them and no request means them.
+        prompt = strip_control(value).strip()
+        if not prompt:
+            raise RequestRefused(BadRequestError("prompt must not be blank"))
+        if len(prompt) > max_chars:
+            raise RequestRefused(BadRequestError(f"prompt is too long: {len(prompt)} characters (maximum {max_chars})"))
+        return prompt
 
+    @field_validator("template", mode="before", json_schema_input_type=Template)
+    @classmethod
+    def _template(cls, value: str | None) -> str:
+        if value is None or not value.strip():
+            return Template.AUTO.value
+        if value not in VALID_TEMPLATES:
+            raise RequestRefused(InvalidTemplateError(value, VALID_TEMPLATES))
+        return value
 
-def _template(value: str | None) -> str:
-    # An empty form field means "not given", as HTML forms send it.
-    if value is None or not value.strip():
-        return Template.AUTO.value
-    if value not in VALID_TEMPLATES:
-        raise InvalidTemplateError(value, VALID_TEMPLATES)
-    return value
-
-
-def _blocks(value: str | None) -> list[str] | None:
-    if value is None or not value.strip():
-        return None
-    if json_depth(value) > MAX_JSON_DEPTH:
-        raise InvalidBlocksError(f"Invalid blocks: nested more than {MAX_JSON_DEPTH} levels deep; {_BLOCKS_SHAPE}")
-    try:
-        parsed = json.loads(value)
-    except (json.JSONDecodeError, RecursionError):
-        parsed = None
-    if not isinstance(parsed, list) or not all(isinstance(b, str) for b in parsed):
-        raise InvalidBlocksError(f"Invalid blocks: {_BLOCKS_SHAPE}")
-    if not parsed:
-        raise InvalidBlocksError("Invalid blocks: the array is empty; omit blocks to let the template decide")
-    for block in parsed:
-        if block not in VALID_BLOCKS:
-            hint = f" (did you mean '{block}-block'?)" if f"{block}-block" in VALID_BLOCKS else ""
-            raise InvalidBlocksError(
-                f"Invalid blocks: unknown block type '{block}'{hint}. Valid block types: {', '.join(VALID_BLOCKS)}"
+    @field_validator("blocks", mode="before", json_schema_input_type=str)
+    @classmethod
+    def _blocks(cls, value: str | None) -> list[str] | None:
+        if value is None or not value.strip():
+            return None
+        if json_depth(value) > MAX_JSON_DEPTH:
+            raise RequestRefused(
+                InvalidBlocksError(f"Invalid blocks: nested more than {MAX_JSON_DEPTH} levels deep; {_BLOCKS_SHAPE}")
             )
-    return list(dict.fromkeys(parsed))
+        try:
+            parsed = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            parsed = None
+        if not isinstance(parsed, list) or not all(isinstance(b, str) for b in parsed):
+            raise RequestRefused(InvalidBlocksError(f"Invalid blocks: {_BLOCKS_SHAPE}"))
+        if not parsed:
+            raise RequestRefused(
+                InvalidBlocksError("Invalid blocks: the array is empty; omit blocks to let the template decide")
+            )
+        for block in parsed:
+            if block not in VALID_BLOCKS:
+                hint = f" (did you mean '{block}-block'?)" if f"{block}-block" in VALID_BLOCKS else ""
+                raise RequestRefused(
+                    InvalidBlocksError(
+                        f"Invalid blocks: unknown block type '{block}'{hint}. "
+                        f"Valid block types: {', '.join(VALID_BLOCKS)}"
+                    )
+                )
+        return list(dict.fromkeys(parsed))
+
+    @field_validator("agent_instructions", mode="before", json_schema_input_type=str)
+    @classmethod
+    def _agent_instructions(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if len(value) > MAX_AGENT_INSTRUCTIONS_CHARS:
+            raise RequestRefused(
+                BadRequestError(
+                    f"agent_instructions is too long: {len(value)} characters (maximum {MAX_AGENT_INSTRUCTIONS_CHARS})"
+                )
+            )
+        return strip_control(value).strip() or None
+
+    @field_validator("webhook_url", mode="before", json_schema_input_type=str)
+    @classmethod
+    def _webhook_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parsed = urlparse(value.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise RequestRefused(BadRequestError("Invalid webhook_url: expected an absolute http or https URL"))
+        return value.strip()
+
+    @field_validator("files", mode="before", json_schema_input_type=list[UploadFile])
+    @classmethod
+    def _files(cls, parts: list[UploadFile]) -> list[UploadedFile]:
+        settings = api_settings()
+        if len(parts) > settings.max_files:
+            raise RequestRefused(BadRequestError(f"Too many files: {len(parts)} (maximum {settings.max_files})"))
+        total = sum(len(p.content) for p in parts)
+        if total > settings.max_upload_bytes:
+            raise RequestRefused(
+                PayloadTooLargeError(f"Files too large: {total} bytes in all (maximum {settings.max_upload_bytes})")
+            )
+        return [_file(part, settings.max_file_bytes) for part in parts]
 
 
-def _agent_instructions(value: str | None) -> str | None:
-    if value is None or not value.strip():
-        return None
-    if len(value) > MAX_AGENT_INSTRUCTIONS_CHARS:
-        raise BadRequestError(
-            f"agent_instructions is too long: {len(value)} characters (maximum {MAX_AGENT_INSTRUCTIONS_CHARS})"
-        )
-    return strip_control(value).strip() or None
-
-
-def _webhook_url(value: str | None) -> str | None:
-    if value is None or not value.strip():
-        return None
-    parsed = urlparse(value.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise BadRequestError("Invalid webhook_url: expected an absolute http or https URL")
-    return value.strip()
-
-
-def _files(parts: list[FilePart], settings: Settings) -> list[UploadedFile]:
-    if len(parts) > settings.max_files:
-        raise BadRequestError(f"Too many files: {len(parts)} (maximum {settings.max_files})")
-    total = sum(len(p.data) for p in parts)
-    if total > settings.max_upload_bytes:
-        raise PayloadTooLargeError(f"Files too large: {total} bytes in all (maximum {settings.max_upload_bytes})")
-    return [_file(part, settings.max_file_bytes) for part in parts]
-
-
-def _file(part: FilePart, max_bytes: int) -> UploadedFile:
-    name = part.filename.replace("\\", "/").rsplit("/", 1)[-1].strip()
+def _file(part: UploadFile, max_bytes: int) -> UploadedFile:
+    name = (part.filename or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+    data = part.content
     if not name:
-        raise InvalidFileError("A file part has no file name")
+        raise RequestRefused(InvalidFileError("A file part has no file name"))
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if extension not in IMAGE_EXTENSIONS | DOCUMENT_EXTENSIONS:
         allowed = ", ".join(sorted(IMAGE_EXTENSIONS | DOCUMENT_EXTENSIONS))
-        raise InvalidFileError(f"Unsupported file type: {name}. Allowed extensions: {allowed}")
-    if not part.data:
-        raise InvalidFileError(f"File {name} is empty")
-    if len(part.data) > max_bytes:
-        raise PayloadTooLargeError(f"File {name} is too large: {len(part.data)} bytes (maximum {max_bytes})")
-    if extension == "json" and json_depth(_text(part.data) or "") > MAX_JSON_DEPTH:
-        raise InvalidFileError(f"File {name} is nested too deeply: more than {MAX_JSON_DEPTH} levels")
-    if not _content_matches(extension, part.data):
-        raise InvalidFileError(f"File {name} does not contain what its extension says ({extension})")
-    return UploadedFile(name=name, extension=extension, content_type=_CONTENT_TYPES[extension], data=part.data)
+        raise RequestRefused(InvalidFileError(f"Unsupported file type: {name}. Allowed extensions: {allowed}"))
+    if not data:
+        raise RequestRefused(InvalidFileError(f"File {name} is empty"))
+    if len(data) > max_bytes:
+        raise RequestRefused(PayloadTooLargeError(f"File {name} is too large: {len(data)} bytes (maximum {max_bytes})"))
+    if extension == "json" and json_depth(_text(data) or "") > MAX_JSON_DEPTH:
+        raise RequestRefused(InvalidFileError(f"File {name} is nested too deeply: more than {MAX_JSON_DEPTH} levels"))
+    if not _content_matches(extension, data):
+        raise RequestRefused(InvalidFileError(f"File {name} does not contain what its extension says ({extension})"))
+    return UploadedFile(name=name, extension=extension, content_type=_CONTENT_TYPES[extension], data=data)
 
 
 def _content_matches(extension: str, data: bytes) -> bool:

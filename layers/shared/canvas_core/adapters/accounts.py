@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from canvas_core.adapters.store import ConditionFailed, Store, _dynamodb_errors, _from_item, _serializer, _values
+from canvas_core.adapters.dynamodb import ConditionFailed, dynamodb_errors, expression_values, from_item, to_item
+from canvas_core.adapters.store import Store
 
 # The API keys table's index of an account's keys (template.yaml, ApiKeysTable).
 KEYS_BY_ACCOUNT_INDEX = "account_id-index"
@@ -25,9 +26,9 @@ class AccountStore(Store):
         }
         found: list[dict[str, Any]] = []
         while True:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 page = self.ddb.query(**kwargs)
-            found += [_from_item(item) for item in page["Items"]]
+            found += [from_item(item) for item in page["Items"]]
             if "LastEvaluatedKey" not in page:
                 return found
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -35,7 +36,7 @@ class AccountStore(Store):
     def touch_api_key(self, key_hash: str, used_at_ms: int, not_since_ms: int) -> bool:
         """Record a key's use, unless one was recorded after `not_since_ms` (False then: nothing written)."""
         try:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.api_keys_table,
                     Key={"key_hash": {"S": key_hash}},
@@ -44,7 +45,7 @@ class AccountStore(Store):
                         "attribute_exists(key_hash) AND "
                         "(attribute_not_exists(last_used_at_ms) OR last_used_at_ms < :since)"
                     ),
-                    ExpressionAttributeValues=_values(now=used_at_ms, since=not_since_ms),
+                    ExpressionAttributeValues=expression_values(now=used_at_ms, since=not_since_ms),
                 )
         except ConditionFailed:
             return False
@@ -54,38 +55,38 @@ class AccountStore(Store):
 
     def grant_credits(self, account_id: str, credits: int) -> int:
         """Add credits to an existing account's balance; the new balance. ConditionFailed when there is none."""
-        with _dynamodb_errors():
+        with dynamodb_errors():
             updated = self.ddb.update_item(
                 TableName=self.settings.accounts_table,
                 Key={"account_id": {"S": account_id}},
                 UpdateExpression="ADD credits_balance :credits",
                 ConditionExpression="attribute_exists(account_id)",
-                ExpressionAttributeValues=_values(credits=credits),
+                ExpressionAttributeValues=expression_values(credits=credits),
                 ReturnValues="UPDATED_NEW",
             )
-        return int(_from_item(updated["Attributes"])["credits_balance"])
+        return int(from_item(updated["Attributes"])["credits_balance"])
 
     # Portal sessions
 
     def put_session(self, session: dict[str, Any]) -> None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             self.ddb.put_item(
                 TableName=self.settings.portal_sessions_table,
-                Item={k: _serializer.serialize(v) for k, v in session.items()},
+                Item=to_item(session),
                 ConditionExpression="attribute_not_exists(session_hash)",
             )
 
     def get_session(self, session_hash: str) -> dict[str, Any] | None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             found = self.ddb.get_item(
                 TableName=self.settings.portal_sessions_table,
                 Key={"session_hash": {"S": session_hash}},
                 ConsistentRead=True,
             )
-        return _from_item(found["Item"]) if "Item" in found else None
+        return from_item(found["Item"]) if "Item" in found else None
 
     def delete_session(self, session_hash: str) -> None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             self.ddb.delete_item(
                 TableName=self.settings.portal_sessions_table, Key={"session_hash": {"S": session_hash}}
             )

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import ClientError
 
 from canvas_core.adapters.aws import client
-from canvas_core.config import Settings, get_settings
 from canvas_core.errors import StorageError
+from canvas_core.settings import ServiceSettings, service_settings
 
 
 class ArtifactStore:
-    def __init__(self, settings: Settings | None = None, s3: Any = None):
-        self.settings = settings or get_settings()
+    def __init__(self, settings: ServiceSettings | None = None, s3: Any = None):
+        self.settings = settings or service_settings()
         self._s3 = s3
 
     @property
@@ -30,13 +30,14 @@ class ArtifactStore:
 
     def get(self, key: str) -> bytes:
         try:
-            return self.s3.get_object(Bucket=self.settings.artifacts_bucket, Key=key)["Body"].read()
+            body = self.s3.get_object(Bucket=self.settings.artifacts_bucket, Key=key)["Body"]
+            return cast(bytes, body.read())
         except ClientError as exc:
             raise StorageError(f"S3 get failed for {key}: {exc.response.get('Error', {}).get('Code')}") from exc
 
     def download_url(self, key: str, file_name: str) -> str:
         """A presigned GET, minted on each call, that downloads the file under its readable name."""
-        return self.s3.generate_presigned_url(
+        url = self.s3.generate_presigned_url(
             "get_object",
             Params={
                 "Bucket": self.settings.artifacts_bucket,
@@ -45,3 +46,4 @@ class ArtifactStore:
             },
             ExpiresIn=self.settings.download_url_ttl_seconds,
         )
+        return cast(str, url)

@@ -8,8 +8,8 @@ from typing import Any
 
 from canvas_core.adapters.aws import client
 from canvas_core.clock import now_ms
-from canvas_core.config import webhook_settings
 from canvas_core.observability import logger
+from canvas_core.settings import service_settings
 
 SOURCE = "canvas-run-service"
 RUN_STATUS_CHANGED = "Run Status Changed"
@@ -23,7 +23,7 @@ class Events:
     @property
     def bus_name(self) -> str:
         if self._bus_name is None:
-            self._bus_name = webhook_settings().event_bus_name
+            self._bus_name = service_settings().event_bus_name
         return self._bus_name
 
     def publish_run_status(self, account_id: str, run_id: str, status: str, changed_at_ms: int | None = None) -> bool:

@@ -8,14 +8,19 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from canvas_core.adapters.aws import client
-from canvas_core.config import Settings, get_settings
 from canvas_core.errors import StorageError
+from canvas_core.settings import api_settings
 
 
 class Executions:
-    def __init__(self, settings: Settings | None = None, sfn: Any = None):
-        self.settings = settings or get_settings()
+    def __init__(self, state_machine_arn: str | None = None, sfn: Any = None):
+        self._state_machine_arn = state_machine_arn
         self._sfn = sfn
+
+    @property
+    def state_machine_arn(self) -> str:
+        """The create-run function's (STATE_MACHINE_ARN): the other functions only resume parked tasks."""
+        return self._state_machine_arn or api_settings().state_machine_arn
 
     @property
     def sfn(self) -> Any:
@@ -26,12 +31,12 @@ class Executions:
     def start(self, run_id: str, payload: dict[str, Any]) -> str:
         try:
             response = self.sfn.start_execution(
-                stateMachineArn=self.settings.state_machine_arn, name=run_id, input=json.dumps(payload)
+                stateMachineArn=self.state_machine_arn, name=run_id, input=json.dumps(payload)
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
                 # Started already (a retried request): its ARN, as Step Functions names executions.
-                return f"{self.settings.state_machine_arn.replace(':stateMachine:', ':execution:')}:{run_id}"
+                return f"{self.state_machine_arn.replace(':stateMachine:', ':execution:')}:{run_id}"
             raise StorageError(f"StartExecution failed: {exc.response.get('Error', {}).get('Code')}") from exc
         return response["executionArn"]
 

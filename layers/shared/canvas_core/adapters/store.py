@@ -10,22 +10,27 @@ its runs still `running`: a run is counted in the write that stores it and uncou
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from canvas_core.adapters.aws import client
+from canvas_core.adapters.dynamodb import (
+    ConditionFailed,
+    cancellation_codes,
+    cancellation_reasons,
+    dynamodb_errors,
+    expression_values,
+    from_item,
+    model_item,
+    serialize,
+    to_item,
+)
 from canvas_core.adapters.usage import credits_used_counter, runs_counter
 from canvas_core.clock import now_ms
-from canvas_core.config import Settings, get_settings
-from canvas_core.errors import CreditsExhaustedError, StorageError
+from canvas_core.errors import CreditsExhaustedError
 from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem, RunSummaryItem, TaskItem
-
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
+from canvas_core.settings import ServiceSettings, service_settings
 
 CANVAS_ITEM = "CANVAS"
 # The runs table's index of an account's runs by creation time (template.yaml, RunsTable).
@@ -34,43 +39,14 @@ NODE_PREFIX = "NODE#"
 EDGE_PREFIX = "EDGE#"
 
 
-def _to_item(model: BaseModel, **extra: Any) -> dict[str, Any]:
-    data = model.model_dump(mode="json", exclude_none=True) | extra
-    return {k: _serializer.serialize(v) for k, v in data.items()}
-
-
-def expires_at(settings: Settings | None = None) -> int:
+def expires_at(settings: ServiceSettings | None = None) -> int:
     """When an item written now expires (its table's TTL): DATA_RETENTION_DAYS from now, in epoch seconds."""
-    return now_ms() // 1000 + (settings or get_settings()).data_retention_days * 86_400
-
-
-def _from_item(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: _deserializer.deserialize(v) for k, v in item.items()}
-
-
-def _values(**values: Any) -> dict[str, Any]:
-    return {f":{k}": _serializer.serialize(v) for k, v in values.items()}
-
-
-class ConditionFailed(Exception):
-    """A conditional write found the item in another state than expected."""
-
-
-@contextmanager
-def _dynamodb_errors() -> Iterator[None]:
-    try:
-        yield
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-        if code == "ConditionalCheckFailedException" or "ConditionalCheckFailed" in reasons:
-            raise ConditionFailed(str(exc)) from exc
-        raise StorageError(f"DynamoDB {code}: {exc.response.get('Error', {}).get('Message', '')}") from exc
+    return now_ms() // 1000 + (settings or service_settings()).data_retention_days * 86_400
 
 
 class Store:
-    def __init__(self, settings: Settings | None = None, dynamodb: Any = None):
-        self.settings = settings or get_settings()
+    def __init__(self, settings: ServiceSettings | None = None, dynamodb: Any = None):
+        self.settings = settings or service_settings()
         self._ddb = dynamodb
 
     @property
@@ -81,23 +57,23 @@ class Store:
 
     def _item(self, model: BaseModel, **extra: Any) -> dict[str, Any]:
         """A run, canvas, node, edge or task as stored, with the `expires_at` its table's TTL reads."""
-        return _to_item(model, expires_at=expires_at(self.settings), **extra)
+        return model_item(model, expires_at=expires_at(self.settings), **extra)
 
     # Accounts and keys
 
     def put_account(self, account_id: str, credits: int, created_at_ms: int) -> None:
         item = {"account_id": account_id, "credits_balance": credits, "created_at_ms": created_at_ms}
-        with _dynamodb_errors():
+        with dynamodb_errors():
             self.ddb.put_item(
                 TableName=self.settings.accounts_table,
-                Item={k: _serializer.serialize(v) for k, v in item.items()},
+                Item=to_item(item),
                 ConditionExpression="attribute_not_exists(account_id)",
             )
 
     def get_account(self, account_id: str) -> dict[str, Any] | None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             found = self.ddb.get_item(TableName=self.settings.accounts_table, Key={"account_id": {"S": account_id}})
-        return _from_item(found["Item"]) if "Item" in found else None
+        return from_item(found["Item"]) if "Item" in found else None
 
     def put_api_key(
         self, key_hash: str, account_id: str, key_hint: str, created_at_ms: int, last_four: str | None = None
@@ -111,27 +87,27 @@ class Store:
         }
         if last_four is not None:
             item["last_four"] = last_four
-        with _dynamodb_errors():
+        with dynamodb_errors():
             self.ddb.put_item(
                 TableName=self.settings.api_keys_table,
-                Item={k: _serializer.serialize(v) for k, v in item.items()},
+                Item=to_item(item),
                 ConditionExpression="attribute_not_exists(key_hash)",
             )
 
     def get_api_key(self, key_hash: str) -> dict[str, Any] | None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             found = self.ddb.get_item(TableName=self.settings.api_keys_table, Key={"key_hash": {"S": key_hash}})
-        return _from_item(found["Item"]) if "Item" in found else None
+        return from_item(found["Item"]) if "Item" in found else None
 
     def revoke_api_key(self, key_hash: str) -> None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             self.ddb.update_item(
                 TableName=self.settings.api_keys_table,
                 Key={"key_hash": {"S": key_hash}},
                 UpdateExpression="SET #s = :revoked",
                 ConditionExpression="attribute_exists(key_hash)",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=_values(revoked="revoked"),
+                ExpressionAttributeValues=expression_values(revoked="revoked"),
             )
 
     # Runs
@@ -151,7 +127,7 @@ class Store:
                 "ConditionExpression": (
                     "attribute_exists(account_id) AND (attribute_not_exists(active_runs) OR active_runs < :limit)"
                 ),
-                "ExpressionAttributeValues": _values(zero=0, one=1, limit=max_active_runs),
+                "ExpressionAttributeValues": expression_values(zero=0, one=1, limit=max_active_runs),
             }
         }
         try:
@@ -175,13 +151,13 @@ class Store:
                 ]
             )
         except ConditionFailed as exc:
-            if "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+            if "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
                 raise
             return False
         return True
 
     def put_run(self, run: RunItem) -> None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             self.ddb.put_item(
                 TableName=self.settings.runs_table,
                 Item=self._item(run),
@@ -189,9 +165,9 @@ class Store:
             )
 
     def get_run(self, run_id: str) -> RunItem | None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             found = self.ddb.get_item(TableName=self.settings.runs_table, Key={"run_id": {"S": run_id}})
-        return RunItem.model_validate(_from_item(found["Item"])) if "Item" in found else None
+        return RunItem.model_validate(from_item(found["Item"])) if "Item" in found else None
 
     def list_runs(
         self, account_id: str, limit: int, after: tuple[int, str] | None = None
@@ -216,9 +192,9 @@ class Store:
         found: list[RunSummaryItem] = []
         while len(found) <= limit:
             kwargs["Limit"] = limit + 1 - len(found)
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 page = self.ddb.query(**kwargs)
-            found += [RunSummaryItem.model_validate(_from_item(item)) for item in page["Items"]]
+            found += [RunSummaryItem.model_validate(from_item(item)) for item in page["Items"]]
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -237,14 +213,14 @@ class Store:
                 "UpdateExpression": f"SET {sets}",
                 "ConditionExpression": "attribute_exists(run_id) AND #cur = :running",
                 "ExpressionAttributeNames": names | {"#cur": "status"},
-                "ExpressionAttributeValues": _values(**_jsonable(fields), running="running"),
+                "ExpressionAttributeValues": expression_values(**_jsonable(fields), running="running"),
             }
         }
         release = self._release_slot(account_id) if account_id else []
         try:
             self._transact([run_update, *release])
         except ConditionFailed as exc:
-            if not release or "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+            if not release or "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
                 return False
             # The account counts nothing (it has gone, or the run was stored before runs were counted):
             # end the run all the same; the count never goes below zero.
@@ -263,7 +239,7 @@ class Store:
                     "Key": {"account_id": {"S": account_id}},
                     "UpdateExpression": "SET active_runs = active_runs - :one",
                     "ConditionExpression": "active_runs > :zero",
-                    "ExpressionAttributeValues": _values(one=1, zero=0),
+                    "ExpressionAttributeValues": expression_values(one=1, zero=0),
                 }
             }
         ]
@@ -271,7 +247,7 @@ class Store:
     # Canvases
 
     def put_canvas(self, canvas: CanvasItem) -> None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             self.ddb.put_item(
                 TableName=self.settings.canvases_table,
                 Item=self._item(canvas, item_id=CANVAS_ITEM),
@@ -299,14 +275,14 @@ class Store:
         return canvas, nodes, edges
 
     def get_canvas_item(self, canvas_id: str) -> CanvasItem | None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             found = self.ddb.get_item(
                 TableName=self.settings.canvases_table,
                 Key={"canvas_id": {"S": canvas_id}, "item_id": {"S": CANVAS_ITEM}},
             )
         if "Item" not in found:
             return None
-        item = _from_item(found["Item"])
+        item = from_item(found["Item"])
         item.pop("item_id")
         return CanvasItem.model_validate(item)
 
@@ -348,13 +324,13 @@ class Store:
                 chunk[table]["Keys"].append(key)
             request: dict[str, Any] | None = chunk
             while request:
-                with _dynamodb_errors():
+                with dynamodb_errors():
                     response = self.ddb.batch_get_item(RequestItems=request)
                 for item in response["Responses"].get(self.settings.canvases_table, []):
-                    data = _from_item(item)
+                    data = from_item(item)
                     found[data["block_id"]] = data
                 for item in response["Responses"].get(self.settings.accounts_table, []):
-                    found[None] = _from_item(item)
+                    found[None] = from_item(item)
                 request = response.get("UnprocessedKeys") or None
         return found
 
@@ -363,16 +339,16 @@ class Store:
         names = {f"#{k}": k for k in fields}
         sets = ", ".join(f"#{k} = :{k}" for k in fields)
         condition = "attribute_exists(item_id)"
-        values = _values(**_jsonable(fields))
+        values = expression_values(**_jsonable(fields))
         if expect_status:
             placeholders = []
             for i, status in enumerate(expect_status):
-                values[f":expect{i}"] = _serializer.serialize(status)
+                values[f":expect{i}"] = serialize(status)
                 placeholders.append(f":expect{i}")
             condition += f" AND #cur IN ({', '.join(placeholders)})"
             names["#cur"] = "status"
         try:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.canvases_table,
                     Key={"canvas_id": {"S": canvas_id}, "item_id": {"S": NODE_PREFIX + block_id}},
@@ -398,7 +374,7 @@ class Store:
                         "UpdateExpression": "SET #s = :running",
                         "ConditionExpression": "attribute_exists(item_id)",
                         "ExpressionAttributeNames": {"#s": "status"},
-                        "ExpressionAttributeValues": _values(running="running"),
+                        "ExpressionAttributeValues": expression_values(running="running"),
                     }
                 },
                 {"Put": {"TableName": self.settings.tasks_table, "Item": self._item(tool_call_task)}},
@@ -428,7 +404,7 @@ class Store:
                 "UpdateExpression": "SET " + ", ".join(f"#{k} = :{k}" for k in fields),
                 "ConditionExpression": "#cur = :running",
                 "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": _values(**_jsonable(fields), running="running"),
+                "ExpressionAttributeValues": expression_values(**_jsonable(fields), running="running"),
             }
         }
         task_updates = [
@@ -439,7 +415,7 @@ class Store:
                     "UpdateExpression": "SET #s = :completed",
                     "ConditionExpression": "attribute_exists(task_id)",
                     "ExpressionAttributeNames": {"#s": "status"},
-                    "ExpressionAttributeValues": _values(completed="completed"),
+                    "ExpressionAttributeValues": expression_values(completed="completed"),
                 }
             }
             for task_id in task_ids
@@ -453,7 +429,7 @@ class Store:
         try:
             self._transact([node_update, *task_updates, *counts, *debit])
         except ConditionFailed as exc:
-            if not debit or "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+            if not debit or "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
                 return False
             _refuse_overdraft(exc, credits)
             # Only the account was missing: keep the block's work, uncharged.
@@ -475,7 +451,7 @@ class Store:
                         f"SET credits_balance = credits_balance - :credits ADD {credits_used_counter()} :credits"
                     ),
                     "ConditionExpression": "credits_balance >= :credits",
-                    "ExpressionAttributeValues": _values(credits=credits),
+                    "ExpressionAttributeValues": expression_values(credits=credits),
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
@@ -493,43 +469,43 @@ class Store:
                     "SET planning_models_used = :models, planning_credits = :credits, planning_recorded = :yes"
                 ),
                 "ConditionExpression": "attribute_exists(run_id) AND attribute_not_exists(planning_recorded)",
-                "ExpressionAttributeValues": _values(models=models_used, credits=credits, yes=True),
+                "ExpressionAttributeValues": expression_values(models=models_used, credits=credits, yes=True),
             }
         }
         debit = self._debit(account_id, credits)
         try:
             self._transact([run_update, *debit])
         except ConditionFailed as exc:
-            if not debit or "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+            if not debit or "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
                 return False
             _refuse_overdraft(exc, credits)
             self._transact([run_update])
         return True
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             self.ddb.transact_write_items(TransactItems=items)
 
     # Dataflow: each node counts its inputs that have ended and holds the token of its parked iteration.
 
     def register_task_token(self, canvas_id: str, block_id: str, task_token: str) -> dict[str, Any]:
         """Park a block: store its task token, and return the node as it is now (pending count included)."""
-        with _dynamodb_errors():
+        with dynamodb_errors():
             found = self.ddb.update_item(
                 TableName=self.settings.canvases_table,
                 Key=self._node_key(canvas_id, block_id),
                 UpdateExpression="SET task_token = :t",
                 ConditionExpression="attribute_exists(item_id)",
-                ExpressionAttributeValues=_values(t=task_token),
+                ExpressionAttributeValues=expression_values(t=task_token),
                 ReturnValues="ALL_NEW",
             )
-        return _from_item(found["Attributes"])
+        return from_item(found["Attributes"])
 
     def count_input_ended(self, canvas_id: str, block_id: str, input_id: str) -> dict[str, Any] | None:
         """Count one ended input of a block, once per input (a retried release counts nothing twice).
         Returns the node after the count, or None when that input had been counted already."""
         try:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 found = self.ddb.update_item(
                     TableName=self.settings.canvases_table,
                     **self._count_input(canvas_id, block_id, input_id),
@@ -537,7 +513,7 @@ class Store:
                 )
         except ConditionFailed:
             return None
-        return _from_item(found["Attributes"])
+        return from_item(found["Attributes"])
 
     def _count_input(self, canvas_id: str, block_id: str, input_id: str) -> dict[str, Any]:
         """The update that counts `input_id` as an ended input of a node, under the condition that it was not."""
@@ -549,22 +525,22 @@ class Store:
         }
 
     def get_node_item(self, canvas_id: str, block_id: str) -> dict[str, Any] | None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             found = self.ddb.get_item(
                 TableName=self.settings.canvases_table, Key=self._node_key(canvas_id, block_id), ConsistentRead=True
             )
-        return _from_item(found["Item"]) if "Item" in found else None
+        return from_item(found["Item"]) if "Item" in found else None
 
     def claim_release(self, canvas_id: str, block_id: str, released_at_ms: int) -> bool:
         """True for exactly one caller: the one that may send the parked block's token."""
         try:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.canvases_table,
                     Key=self._node_key(canvas_id, block_id),
                     UpdateExpression="SET released_at_ms = :now",
                     ConditionExpression="attribute_not_exists(released_at_ms) AND attribute_exists(task_token)",
-                    ExpressionAttributeValues=_values(now=released_at_ms),
+                    ExpressionAttributeValues=expression_values(now=released_at_ms),
                 )
         except ConditionFailed:
             return False
@@ -574,7 +550,7 @@ class Store:
         """Claim the release of a block only if it is ready (no pending input) and parked: the node as claimed
         (its token included) for exactly one caller, None for the others and while it is not ready or parked."""
         try:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 found = self.ddb.update_item(
                     TableName=self.settings.canvases_table,
                     Key=self._node_key(canvas_id, block_id),
@@ -583,15 +559,15 @@ class Store:
                         "pending_inputs <= :zero AND attribute_exists(task_token)"
                         " AND attribute_not_exists(released_at_ms)"
                     ),
-                    ExpressionAttributeValues=_values(now=released_at_ms, zero=0),
+                    ExpressionAttributeValues=expression_values(now=released_at_ms, zero=0),
                     ReturnValues="ALL_NEW",
                 )
         except ConditionFailed:
             return None
-        return _from_item(found["Attributes"])
+        return from_item(found["Attributes"])
 
     def unclaim_release(self, canvas_id: str, block_id: str) -> None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             self.ddb.update_item(
                 TableName=self.settings.canvases_table,
                 Key=self._node_key(canvas_id, block_id),
@@ -614,14 +590,14 @@ class Store:
     def set_task_status(self, canvas_id: str, task_id: str, status: str) -> bool:
         """Set an existing task's status (False when there is no such task)."""
         try:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.tasks_table,
                     Key={"canvas_id": {"S": canvas_id}, "task_id": {"S": task_id}},
                     UpdateExpression="SET #s = :s",
                     ConditionExpression="attribute_exists(task_id)",
                     ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues=_values(s=status),
+                    ExpressionAttributeValues=expression_values(s=status),
                 )
         except ConditionFailed:
             return False
@@ -637,10 +613,10 @@ class Store:
             "ConsistentRead": True,
         }
         while True:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 page = self.ddb.query(**kwargs)
             for item in page["Items"]:
-                yield _from_item(item)
+                yield from_item(item)
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -651,26 +627,16 @@ class Store:
                 table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
             }
             while request:
-                with _dynamodb_errors():
+                with dynamodb_errors():
                     response = self.ddb.batch_write_item(RequestItems=request)
                 request = response.get("UnprocessedItems") or None
-
-
-def _cancellation_reasons(exc: ConditionFailed) -> list[str | None]:
-    """The codes of a cancelled transaction's items, in order (empty when it was not a transaction)."""
-    return [r.get("Code") for r in _reasons(exc)]
-
-
-def _reasons(exc: ConditionFailed) -> list[dict[str, Any]]:
-    cause = exc.__cause__
-    return cause.response.get("CancellationReasons", []) if isinstance(cause, ClientError) else []
 
 
 def _refuse_overdraft(exc: ConditionFailed, credits: int) -> None:
     """Raise CreditsExhaustedError when the refused debit (the transaction's last item) found the account:
     its balance did not hold `credits`. Return when the account does not exist."""
-    reasons = _reasons(exc)
-    account = _from_item(reasons[-1]["Item"]) if reasons and reasons[-1].get("Item") else None
+    reasons = cancellation_reasons(exc)
+    account = from_item(reasons[-1]["Item"]) if reasons and reasons[-1].get("Item") else None
     if account is not None:
         raise CreditsExhaustedError(credits, int(account.get("credits_balance", 0))) from exc
 

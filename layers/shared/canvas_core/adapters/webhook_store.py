@@ -7,26 +7,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from boto3.dynamodb.types import TypeSerializer
-
 from canvas_core.adapters.aws import client
-from canvas_core.adapters.store import ConditionFailed, _cancellation_reasons, _dynamodb_errors, _from_item, _values
-from canvas_core.config import WebhookSettings, get_settings, webhook_settings
+from canvas_core.adapters.dynamodb import (
+    ConditionFailed,
+    cancellation_codes,
+    dynamodb_errors,
+    expression_values,
+    from_item,
+    model_item,
+    to_item,
+)
 from canvas_core.models.webhooks import EndpointItem, EndpointStatus, WebhookDelivery
+from canvas_core.settings import WebhookSettings, webhook_settings
 
 ENDPOINTS_BY_ACCOUNT_INDEX = "account_id-index"
 DELIVERY_RETENTION_SECONDS = 30 * 24 * 3600
 COUNTER = "webhook_endpoints"
 
-_serializer = TypeSerializer()
-
 
 class WebhookStore:
-    def __init__(
-        self, settings: WebhookSettings | None = None, accounts_table: str | None = None, dynamodb: Any = None
-    ):
+    def __init__(self, settings: WebhookSettings | None = None, dynamodb: Any = None):
         self.settings = settings or webhook_settings()
-        self._accounts_table = accounts_table
         self._ddb = dynamodb
 
     @property
@@ -34,10 +35,6 @@ class WebhookStore:
         if self._ddb is None:
             self._ddb = client("dynamodb")
         return self._ddb
-
-    @property
-    def accounts_table(self) -> str:
-        return self._accounts_table or get_settings().accounts_table
 
     # Endpoints
 
@@ -47,32 +44,32 @@ class WebhookStore:
         put = {
             "Put": {
                 "TableName": self.settings.endpoints_table,
-                "Item": _item(endpoint),
+                "Item": model_item(endpoint),
                 "ConditionExpression": "attribute_not_exists(endpoint_id)",
             }
         }
         count = {
             "Update": {
-                "TableName": self.accounts_table,
+                "TableName": self.settings.accounts_table,
                 "Key": {"account_id": {"S": endpoint.account_id}},
                 "UpdateExpression": f"SET {COUNTER} = if_not_exists({COUNTER}, :zero) + :one",
                 "ConditionExpression": (
                     f"attribute_exists(account_id) AND (attribute_not_exists({COUNTER}) OR {COUNTER} < :limit)"
                 ),
-                "ExpressionAttributeValues": _values(zero=0, one=1, limit=limit),
+                "ExpressionAttributeValues": expression_values(zero=0, one=1, limit=limit),
             }
         }
         try:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 self.ddb.transact_write_items(TransactItems=[put, count])
         except ConditionFailed as exc:
-            if "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+            if "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
                 raise
             return False
         return True
 
     def get_endpoint(self, endpoint_id: str) -> EndpointItem | None:
-        with _dynamodb_errors():
+        with dynamodb_errors():
             found = self.ddb.get_item(
                 TableName=self.settings.endpoints_table,
                 Key={"endpoint_id": {"S": endpoint_id}},
@@ -90,7 +87,7 @@ class WebhookStore:
         }
         found: list[EndpointItem] = []
         while True:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 page = self.ddb.query(**kwargs)
             found += [_endpoint(item) for item in page["Items"]]
             if "LastEvaluatedKey" not in page:
@@ -105,27 +102,27 @@ class WebhookStore:
                 "TableName": self.settings.endpoints_table,
                 "Key": {"endpoint_id": {"S": endpoint_id}},
                 "ConditionExpression": "account_id = :a",
-                "ExpressionAttributeValues": _values(a=account_id),
+                "ExpressionAttributeValues": expression_values(a=account_id),
             }
         }
         uncount = {
             "Update": {
-                "TableName": self.accounts_table,
+                "TableName": self.settings.accounts_table,
                 "Key": {"account_id": {"S": account_id}},
                 "UpdateExpression": f"SET {COUNTER} = {COUNTER} - :one",
                 "ConditionExpression": f"{COUNTER} > :zero",
-                "ExpressionAttributeValues": _values(one=1, zero=0),
+                "ExpressionAttributeValues": expression_values(one=1, zero=0),
             }
         }
         try:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 self.ddb.transact_write_items(TransactItems=[delete, uncount])
         except ConditionFailed as exc:
-            if "ConditionalCheckFailed" in _cancellation_reasons(exc)[:-1]:
+            if "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
                 return False
             # Nothing counted on the account: delete all the same; the count never goes below zero.
             try:
-                with _dynamodb_errors():
+                with dynamodb_errors():
                     self.ddb.delete_item(**delete["Delete"])
             except ConditionFailed:
                 return False
@@ -154,13 +151,13 @@ class WebhookStore:
         if "#st" in expression:
             kwargs["ExpressionAttributeNames"] = {"#st": "status"}
         try:
-            with _dynamodb_errors():
+            with dynamodb_errors():
                 found = self.ddb.update_item(
                     TableName=self.settings.endpoints_table,
                     Key={"endpoint_id": {"S": endpoint_id}},
                     UpdateExpression=expression,
                     ConditionExpression=condition,
-                    ExpressionAttributeValues=_values(**values),
+                    ExpressionAttributeValues=expression_values(**values),
                     ReturnValues="ALL_NEW",
                     **kwargs,
                 )
@@ -176,12 +173,12 @@ class WebhookStore:
             "attempt_key": f"{attempted_ms:013d}#{delivery.event_id}#{delivery.attempt:02d}",
             "expires_at": attempted_ms // 1000 + DELIVERY_RETENTION_SECONDS,
         }
-        with _dynamodb_errors():
-            self.ddb.put_item(TableName=self.settings.deliveries_table, Item=_values_item(item))
+        with dynamodb_errors():
+            self.ddb.put_item(TableName=self.settings.deliveries_table, Item=to_item(item))
 
     def list_deliveries(self, endpoint_id: str, limit: int) -> list[WebhookDelivery]:
         """The endpoint's most recent attempts, newest first."""
-        with _dynamodb_errors():
+        with dynamodb_errors():
             page = self.ddb.query(
                 TableName=self.settings.deliveries_table,
                 KeyConditionExpression="endpoint_id = :e",
@@ -189,16 +186,8 @@ class WebhookStore:
                 ScanIndexForward=False,
                 Limit=limit,
             )
-        return [WebhookDelivery.model_validate(_from_item(item)) for item in page["Items"]]
-
-
-def _item(endpoint: EndpointItem) -> dict[str, Any]:
-    return _values_item(endpoint.model_dump(mode="json", exclude_none=True))
-
-
-def _values_item(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: _serializer.serialize(v) for k, v in data.items()}
+        return [WebhookDelivery.model_validate(from_item(item)) for item in page["Items"]]
 
 
 def _endpoint(item: dict[str, Any]) -> EndpointItem:
-    return EndpointItem.model_validate(_from_item(item))
+    return EndpointItem.model_validate(from_item(item))

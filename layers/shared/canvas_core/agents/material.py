@@ -15,6 +15,8 @@ from canvas_core.prompt_format import CITATION, LEGEND_MARK, MATERIAL_MARK
 
 SOURCES_HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)?sources:?(?:\*\*)?:?\s*$", re.IGNORECASE)
 SOURCE_LINE = re.compile(r"^\s*(?:\[\d{1,3}\]|\d{1,3}\.)\s+\S")
+# What makes two sources one: how it is known (url, file or title), that value, and its page or snippet.
+SourceKey = tuple[str, str, int | str | None]
 
 
 @dataclass
@@ -27,7 +29,7 @@ class Section:
 def number_sources(inputs: list[NodeItem]) -> tuple[list[Source], list[Section]]:
     """The inputs' sources numbered once each, and their contents with citations renumbered to match."""
     sources: list[Source] = []
-    numbers: dict[tuple, int] = {}
+    numbers: dict[SourceKey, int] = {}
     sections: list[Section] = []
     for node in inputs:
         local: dict[int, int] = {}
@@ -42,7 +44,7 @@ def number_sources(inputs: list[NodeItem]) -> tuple[list[Source], list[Section]]
     return sources, sections
 
 
-def source_key(source: Source) -> tuple:
+def source_key(source: Source) -> SourceKey:
     if source.url:
         return ("url", source.url.rstrip("/"), source.page)
     if source.file_name:

@@ -1,20 +1,48 @@
 """The API resolver every endpoint function builds, with the one error map of the service: each domain
-error becomes its status and a `{success: false, error}` body; anything unexpected becomes a 500."""
+error becomes its status and a `{success: false, error}` body; anything unexpected becomes a 500. Routes declare
+what they answer with `answers(...)`, so the OpenAPI document (scripts/generate_openapi.py) comes from them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFoundError
+from aws_lambda_powertools.event_handler.middlewares.openapi_validation import OpenAPIRequestValidationMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import BaseModel
 
+from canvas_core.api.forms import FormBody, read_body
 from canvas_core.auth import authenticate
-from canvas_core.errors import ServiceError
+from canvas_core.errors import InvalidUuidError, ServiceError
+from canvas_core.models.api import ErrorBody, success_body
+from canvas_core.models.base import Model, RequestRefused, refusal
 from canvas_core.observability import logger
+from canvas_core.settings import api_settings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+# What each error status means, for the OpenAPI document; the body says which case it is.
+ERROR_STATUSES = {
+    400: "The request breaks a rule of the contract",
+    401: "X-API-KEY missing, unknown or revoked",
+    402: "Insufficient credits",
+    404: "Not found in the caller's account",
+    409: "In conflict with the current state",
+    413: "The body, a file, or the files together are too large",
+    415: "Unsupported Content-Type",
+    429: "Too many runs running for the account",
+    500: "Internal server error",
+}
+# Statuses a client may retry later; the answer says when (canvas_core.errors: retry_after_seconds).
+RETRY_AFTER_STATUSES = frozenset({429})
+# Powertools documents a 422 for invalid parameters; this resolver answers them 400 with the error body.
+_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
 
 def error_response(status_code: int, message: str, retry_after_seconds: int | None = None) -> Response:
@@ -31,19 +59,74 @@ def ok(data: BaseModel, exclude_none: bool = True) -> dict[str, Any]:
     return {"success": True, "data": data.model_dump(mode="json", exclude_none=exclude_none)}
 
 
-class Resolver(APIGatewayRestResolver):
-    """An APIGatewayRestResolver that keeps the event and Lambda context it resolves on itself.
+def answers(model: type[Model], *errors: int) -> dict[int, OpenAPIResponse]:
+    """A route's `responses`: 200 with `model` as `data` of the success body, and each error status (and 500,
+    which any route may answer) with the error body."""
+    success: OpenAPIResponse = {
+        "description": "Success",
+        "content": {"application/json": {"model": success_body(model)}},
+    }
+    responses = {200: success}
+    for status in (*errors, 500):
+        responses[status] = {
+            "description": ERROR_STATUSES[status],
+            "content": {"application/json": {"model": ErrorBody}},
+        }
+        if status in RETRY_AFTER_STATUSES:
+            responses[status]["headers"] = {
+                "Retry-After": {
+                    "description": "Seconds to wait before trying again",
+                    "schema": {"type": "integer", "minimum": 1},
+                }
+            }
+    return responses
 
-    Powertools keeps both on a class attribute that every resolver in the process shares: right on Lambda,
-    where a process serves one invocation at a time, wrong where one process hosts several execution
+
+class _RequestValidation(OpenAPIRequestValidationMiddleware):
+    """Powertools' request validation, with the bodies of FormBody routes read by canvas_core (forms.py says why).
+    A body refused as it is read is raised as a validation error, so that authentication still answers first."""
+
+    def _get_body(self, app: Any) -> dict[str, Any]:
+        route = app.context["_route"]
+        spec = route.body_field.field_info if route.body_field is not None else None
+        if not isinstance(spec, FormBody):
+            return super()._get_body(app)
+        try:
+            return read_body(app.current_event, spec)
+        except ServiceError as refused:
+            cause = {"error": RequestRefused(refused)}
+            raise RequestValidationError(
+                [{"type": "refused", "loc": ("body",), "msg": refused.message, "input": None, "ctx": cause}]
+            ) from None
+
+
+class _ProxyEvent(APIGatewayProxyEvent):
+    """The REST event, whose header parameters are read from `headers`, where authentication reads the key (Powertools
+    reads them from `multiValueHeaders`), so that a request is judged on one view of its headers."""
+
+    @property
+    def resolved_headers_field(self) -> dict[str, Any]:
+        return self.headers
+
+
+class Resolver(APIGatewayRestResolver):
+    """An APIGatewayRestResolver that keeps the event and Lambda context it resolves on itself, reads form bodies
+    with canvas_core's reader, and documents what its error map answers.
+
+    Powertools keeps the event and context on a class attribute that every resolver in the process shares: right on
+    Lambda, where a process serves one invocation at a time, wrong where one process hosts several execution
     environments (the embedded stack), whose resolvers would read each other's requests.
     """
 
     _own_event: BaseProxyEvent | None = None
     _own_lambda_context: Any = None
 
+    def __init__(self) -> None:
+        super().__init__(enable_validation=True)
+        self._request_validation_middleware = _RequestValidation()
+
     def _to_proxy_event(self, event: dict) -> BaseProxyEvent:
-        self._own_event = super()._to_proxy_event(event)
+        self._own_event = _ProxyEvent(event, self._json_body_deserializer)
         return self._own_event
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -66,9 +149,30 @@ class Resolver(APIGatewayRestResolver):
     def lambda_context(self, value: Any) -> None:
         self._own_lambda_context = value
 
+    def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:
+        """Powertools' document, without the 422 this resolver never answers, and with each media type a FormBody
+        route reads."""
+        from aws_lambda_powertools.event_handler.openapi.models import RequestBody
+
+        document = super().get_openapi_schema(**kwargs)
+        for route in self._static_routes + self._dynamic_routes:
+            operation = getattr((document.paths or {}).get(route.openapi_path), route.method.lower(), None)
+            if operation is None:
+                continue
+            (operation.responses or {}).pop(422, None)
+            spec = route.body_field.field_info if route.body_field is not None else None
+            if isinstance(spec, FormBody) and isinstance(operation.requestBody, RequestBody):
+                read_as = operation.requestBody.content[spec.media_type]
+                operation.requestBody.content = dict.fromkeys(spec.media_types, read_as)
+        schemas = document.components.schemas if document.components else None
+        for name in _VALIDATION_SCHEMAS:
+            (schemas or {}).pop(name, None)
+        return document
+
 
 def create_app() -> APIGatewayRestResolver:
-    app = Resolver(enable_validation=True)
+    api_settings()  # read when the function starts: a bad setting fails it there, not a request
+    app = Resolver()
 
     @app.exception_handler(ServiceError)
     def handle_service_error(exc: ServiceError) -> Response:
@@ -77,13 +181,22 @@ def create_app() -> APIGatewayRestResolver:
 
     @app.exception_handler(RequestValidationError)
     def handle_validation_error(exc: RequestValidationError) -> Response:
-        # Parameters are validated before the route runs; authentication still answers first (docs/api.md).
+        # Parameters and bodies are validated before the route runs; authentication still answers first (docs/api.md).
         try:
             caller_account(app)
         except ServiceError as refused:
             return handle_service_error(refused)
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        return error_response(400, f"Invalid request: {problems}")
+        errors = list(exc.errors())
+        # A request model's validator refused the request with the contract's status and text.
+        refused_by_model = refusal(errors)
+        if refused_by_model is not None:
+            return handle_service_error(refused_by_model)
+        # A malformed id in the path answers the contract's text, unless something else is wrong too.
+        problems = [e for e in errors if not _malformed_id(e)]
+        if not problems:
+            return handle_service_error(InvalidUuidError(str(errors[0]["loc"][-1]), errors[0]["input"]))
+        listed = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in problems)
+        return error_response(400, f"Invalid request: {listed}")
 
     @app.exception_handler(RouteNotFoundError)
     def handle_unknown_route(_: RouteNotFoundError) -> Response:
@@ -96,6 +209,10 @@ def create_app() -> APIGatewayRestResolver:
         return error_response(500, "Internal server error")
 
     return app
+
+
+def _malformed_id(error: Mapping[str, Any]) -> bool:
+    return error["loc"][0] == "path" and str(error["type"]).startswith("uuid")
 
 
 def caller_account(app: APIGatewayRestResolver) -> str:

@@ -1,17 +1,70 @@
-"""Body parsing for POST /v1/run: multipart/form-data (with repeated `files` parts) or
-application/x-www-form-urlencoded. Through API Gateway, multipart bodies arrive base64-encoded."""
+"""Request bodies as the API reads them, for Powertools to validate into a route's body model: a form,
+multipart/form-data (files are repeated `files` parts) or application/x-www-form-urlencoded, and where a route
+says so a JSON object. Through API Gateway, multipart bodies arrive base64-encoded.
+
+Powertools 3.37 reads form bodies too (`Form`, `File`, `UploadFile`), but not as the contract needs, so the bytes
+are read here and Powertools does the rest (validation into the model, the OpenAPI document). It chooses its parser
+by the Content-Type's prefix alone: a JSON body, or one without a Content-Type, is parsed as JSON, where POST /v1/run
+answers the first 415 and reads the second as a form. It decodes base64 without checking it, and limits no size
+before parsing (413). Its multipart parser splits the body on the boundary, finds a part's `name="` by substring
+(so a `filename="` before it is taken for the name) and answers a field that is not UTF-8 with a generic message;
+and a single `files` part reaches the route as one file, not a list of one."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qsl
 
+from aws_lambda_powertools.event_handler.openapi.params import Body, UploadFile
+from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from canvas_core.errors import BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError
-from canvas_core.models.forms import FilePart, Form
+
+JSON = "application/json"
+MULTIPART = "multipart/form-data"
+URLENCODED = "application/x-www-form-urlencoded"
+
+
+class FormBody(Body):  # type: ignore[misc]  # Powertools' Body subclasses pydantic's final FieldInfo too
+    """A route's body, read by `read_body`: a form, or with `accepts_json` a JSON object too (the OpenAPI document
+    lists each media type); a body of more than `max_bytes` bytes answers 413."""
+
+    def __init__(
+        self, *, max_bytes: int | Callable[[], int], accepts_json: bool = False, description: str | None = None
+    ) -> None:
+        self.media_types = ((JSON,) if accepts_json else ()) + (MULTIPART, URLENCODED)
+        super().__init__(media_type=self.media_types[0], description=description)
+        self.limit = max_bytes
+
+    def max_bytes(self) -> int:
+        return self.limit() if callable(self.limit) else self.limit
+
+
+def read_body(event: BaseProxyEvent, spec: FormBody) -> dict[str, Any]:
+    """The body's fields by name (the first of a repeated field), with a form's files, in order, under `files`."""
+    body = body_bytes(event.body, bool(event.is_base64_encoded))
+    max_bytes = spec.max_bytes()
+    if len(body) > max_bytes:
+        raise PayloadTooLargeError(f"Request body too large: {len(body)} bytes (maximum {max_bytes})")
+    media_type, params = parse_options_header(event.headers.get("content-type") or "")
+    media = media_type.decode("latin-1").lower()
+    if media == JSON and JSON in spec.media_types:
+        return _json_object(body)
+    if media == MULTIPART:
+        boundary = params.get(b"boundary")
+        if not boundary:
+            raise BadRequestError("multipart/form-data body without a boundary")
+        fields, files = _parse_multipart(boundary, body)
+        return fields | {"files": files}
+    if media in (URLENCODED, "") and b"\x00" not in body:
+        return _parse_urlencoded(body) | {"files": []}
+    raise UnsupportedMediaTypeError(f"Unsupported Content-Type: {media}. Send {MULTIPART} or {URLENCODED}")
 
 
 def body_bytes(body: str | None, is_base64: bool) -> bytes:
@@ -25,33 +78,31 @@ def body_bytes(body: str | None, is_base64: bool) -> bytes:
     return body.encode("utf-8")
 
 
-def parse_form(content_type: str | None, body: bytes, max_bytes: int) -> Form:
-    if len(body) > max_bytes:
-        raise PayloadTooLargeError(f"Request body too large: {len(body)} bytes (maximum {max_bytes})")
-    media_type, params = parse_options_header(content_type or "")
-    media = media_type.decode("latin-1").lower()
-    if media == "multipart/form-data":
-        boundary = params.get(b"boundary")
-        if not boundary:
-            raise BadRequestError("multipart/form-data body without a boundary")
-        return _parse_multipart(boundary, body)
-    if media in ("application/x-www-form-urlencoded", "") and b"\x00" not in body:
-        try:
-            pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
-        except UnicodeDecodeError:
-            raise BadRequestError("Form body is not valid UTF-8") from None
-        form = Form()
-        for name, value in pairs:
-            form.fields.setdefault(name, value)
-        return form
-    raise UnsupportedMediaTypeError(
-        f"Unsupported Content-Type: {media}. Send multipart/form-data or application/x-www-form-urlencoded"
-    )
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BadRequestError("Request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise BadRequestError("Request body must be a JSON object")
+    return data
 
 
-def _parse_multipart(boundary: bytes, body: bytes) -> Form:
-    form = Form()
-    state: dict = {}
+def _parse_urlencoded(body: bytes) -> dict[str, Any]:
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError:
+        raise BadRequestError("Form body is not valid UTF-8") from None
+    fields: dict[str, Any] = {}
+    for name, value in pairs:
+        fields.setdefault(name, value)
+    return fields
+
+
+def _parse_multipart(boundary: bytes, body: bytes) -> tuple[dict[str, Any], list[UploadFile]]:
+    fields: dict[str, Any] = {}
+    files: list[UploadFile] = []
+    state: dict[str, Any] = {}
 
     def on_part_begin() -> None:
         state.update(headers={}, data=bytearray(), header_field=b"", header_value=b"")
@@ -75,19 +126,19 @@ def _parse_multipart(boundary: bytes, body: bytes) -> Form:
             raise BadRequestError("multipart part without a form-data name")
         name = options[b"name"].decode("utf-8", "replace")
         if b"filename" in options:
-            part_type = state["headers"].get("content-type", b"application/octet-stream")
-            form.files.append(
-                FilePart(
-                    filename=options[b"filename"].decode("utf-8", "replace"),
-                    content_type=part_type.decode("latin-1"),
-                    data=bytes(state["data"]),
-                )
-            )
             if name != "files":
                 raise BadRequestError(f"File part '{name}' not accepted: send files as repeated 'files' parts")
+            part_type = state["headers"].get("content-type", b"application/octet-stream")
+            files.append(
+                UploadFile(
+                    content=bytes(state["data"]),
+                    filename=options[b"filename"].decode("utf-8", "replace"),
+                    content_type=part_type.decode("latin-1"),
+                )
+            )
             return
         try:
-            form.fields.setdefault(name, bytes(state["data"]).decode("utf-8"))
+            fields.setdefault(name, bytes(state["data"]).decode("utf-8"))
         except UnicodeDecodeError:
             raise BadRequestError(f"Form field '{name}' is not valid UTF-8") from None
 
@@ -107,4 +158,4 @@ def _parse_multipart(boundary: bytes, body: bytes) -> Form:
         parser.finalize()
     except MultipartParseError as exc:
         raise BadRequestError(f"Malformed multipart/form-data body: {exc}") from None
-    return form
+    return fields, files

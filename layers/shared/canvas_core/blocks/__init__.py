@@ -9,15 +9,18 @@ from typing import Any
 from canvas_core.blocks.runner import run_block
 from canvas_core.models.blocks import BlockInput
 from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, metrics, tracer
+from canvas_core.settings import block_settings
 
 
-def make_block_handler(block_type: str) -> Callable[[dict, Any], dict]:
-    """The Lambda handler of one block type's function."""
+def make_block_handler(block_type: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda handler of one block type's function, made when the function starts: its settings are read
+    then, so that a bad one fails the start, not a block."""
+    block_settings()
 
     @logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)
     @tracer.capture_lambda_handler
     @metrics.log_metrics
-    def handler(event: dict, context: Any) -> dict:
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return run_block(BlockInput.model_validate(event), expected_type=block_type).model_dump()
 
     return handler

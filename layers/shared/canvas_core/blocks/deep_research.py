@@ -30,7 +30,7 @@ from canvas_core.errors import StorageError
 from canvas_core.gather.fetch import Fetcher
 from canvas_core.gather.index import Bm25Index, Chunk, Hit, index_key
 from canvas_core.gather.search import SearchProvider
-from canvas_core.gather.settings import GatherSettings, gather_settings
+from canvas_core.settings import GatherSettings, gather_settings
 
 QUERIES_PER_ROUND = 3
 FILE_HITS_PER_QUERY = 3

@@ -21,7 +21,7 @@ from canvas_core.agents.personas import role_of, system_prompt
 from canvas_core.blocks.context import BlockContext
 from canvas_core.errors import BlockFatalError, StorageError
 from canvas_core.models.catalog import IMAGE_EXTENSIONS
-from canvas_core.models.items import Artifact, NodeItem, Source
+from canvas_core.models.items import Artifact, NodeItem, Source, Upload
 from canvas_core.prompt_format import NOT_COVERED, NOTHING_YET, is_internal, outline_in, outline_text
 from canvas_core.prompt_format import without_outline as _without_outline
 from canvas_core.render import RenderCheckError
@@ -139,7 +139,7 @@ def input_figures(ctx: BlockContext, uploads_only: bool = False) -> list[Figure]
     return (uploaded + drawn)[:MAX_FIGURES]
 
 
-def _safe_image(ctx: BlockContext, upload) -> tuple[bytes, str] | None:
+def _safe_image(ctx: BlockContext, upload: Upload) -> tuple[bytes, str] | None:
     """An uploaded image as it can be shown: an SVG only as its sanitized copy (image-block keeps one)."""
     if upload.extension != "svg":
         return ctx.files.get(upload.s3_key), IMAGE_TYPES[upload.extension]

@@ -12,7 +12,15 @@ from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import CITE, compose, draft, outline, outline_instructions, sources, store
 from canvas_core.prompt_format import NOT_COVERED, NOTHING_YET
 from canvas_core.render import xlsx
-from canvas_core.render.structure import BulletList, Deliverable, Paragraph, block_markdown, plain, summable_columns
+from canvas_core.render.structure import (
+    Block,
+    BulletList,
+    Deliverable,
+    Paragraph,
+    block_markdown,
+    plain,
+    summable_columns,
+)
 from canvas_core.tables import Table
 
 INSTRUCTIONS = (
@@ -65,7 +73,7 @@ def _outline_table(ctx: BlockContext, book: Deliverable, plan: Outline) -> Table
     return Table(headers=headers, rows=rows, caption=caption, sum_columns=sums)
 
 
-def _note(blocks: list) -> str:
+def _note(blocks: list[Block]) -> str:
     """The first point the draft wrote for an item, unless it only says there is none."""
     for block in blocks:
         items = block.items if isinstance(block, BulletList) else [block.text] if isinstance(block, Paragraph) else []

@@ -9,7 +9,6 @@ has a label and numbers per row, else a title card.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Protocol
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
@@ -20,6 +19,7 @@ from canvas_core.providers.base import Completion
 from canvas_core.providers.bedrock import BedrockImageModel
 from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import block_markdown, chart_columns, plain, sentences
+from canvas_core.settings import provider_settings
 
 WIDTH, HEIGHT = 1280, 720  # 16:9, multiples of 16 as image models require
 IMAGE_KINDS = ("png", "jpeg", "webp")  # the artifact types a generated image can have
@@ -60,9 +60,9 @@ def image_model(provider: Any) -> ImageModel | None:
     """The image model at hand: the provider's own, else Bedrock's when configured, else none."""
     if callable(getattr(provider, "generate_image", None)):
         return provider
-    model_id = os.environ.get("IMAGE_MODEL_ID", "").strip()
-    if model_id and os.environ.get("MODEL_PROVIDER", "").lower() == "bedrock":
-        return BedrockImageModel(model_id)
+    settings = provider_settings()
+    if settings.image_model_id and settings.model_provider == "bedrock":
+        return BedrockImageModel(settings.image_model_id)
     return None
 
 

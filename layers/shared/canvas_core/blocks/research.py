@@ -16,8 +16,8 @@ from canvas_core.gather.fetch import Fetcher, FetchError
 from canvas_core.gather.index import STOPWORDS
 from canvas_core.gather.pages import PageError, WebPage, read_page, urls_in
 from canvas_core.gather.search import SearchError, SearchProvider, SearchResult, get_search_provider
-from canvas_core.gather.settings import GatherSettings
 from canvas_core.models.items import Source
+from canvas_core.settings import GatherSettings
 
 NOTE_SOURCE_CHARS = 12_000
 

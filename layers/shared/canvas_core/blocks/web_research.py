@@ -11,7 +11,7 @@ from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.research import plan_queries, read_results, render_notes, search, search_provider, task_of
 from canvas_core.errors import BlockFatalError
 from canvas_core.gather.fetch import Fetcher
-from canvas_core.gather.settings import gather_settings
+from canvas_core.settings import gather_settings
 
 
 def run(ctx: BlockContext) -> BlockOutput:

@@ -11,9 +11,9 @@ from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.errors import BlockFatalError, BlockRetryableError
 from canvas_core.gather.fetch import Fetcher
 from canvas_core.gather.pages import urls_in
-from canvas_core.gather.settings import gather_settings
 from canvas_core.gather.youtube import Segment, TranscriptError, fetch_transcript, moment_url, timestamp, video_id
 from canvas_core.models.items import Source
+from canvas_core.settings import gather_settings
 
 PASSAGE_SECONDS = 60
 MAX_SOURCES = 120

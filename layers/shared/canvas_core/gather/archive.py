@@ -18,7 +18,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from canvas_core.gather.settings import GatherSettings, gather_settings
+from canvas_core.settings import GatherSettings, gather_settings
 
 EOCD = b"PK\x05\x06"
 ZIP64_LOCATOR = b"PK\x06\x07"
@@ -124,6 +124,7 @@ def _declared_entries(data: bytes, label: str) -> int:
     at = data.rfind(EOCD, max(0, len(data) - 65_557))
     if at < 0 or at + 22 > len(data):
         raise ArchiveError(f"{label} is not a readable ZIP archive (no end record)")
+    entries: int
     (entries,) = struct.unpack("<H", data[at + 10 : at + 12])
     if entries == 0xFFFF and data[at - 20 : at - 16] == ZIP64_LOCATOR:
         (offset,) = struct.unpack("<Q", data[at - 12 : at - 4])

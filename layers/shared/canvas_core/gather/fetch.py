@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-from canvas_core.gather.settings import GatherSettings, gather_settings
+from canvas_core.settings import FetchSettings, fetch_settings
 
 USER_AGENT = "CanvasRunService/1.0 (research fetcher)"
 REDIRECTS = {301, 302, 303, 307, 308}
@@ -128,12 +128,12 @@ class Fetcher:
 
     def __init__(
         self,
-        settings: GatherSettings | None = None,
+        settings: FetchSettings | None = None,
         resolver: Resolver | None = None,
         connector: Connector | None = None,
         allow_private: bool | None = None,
     ):
-        self.settings = settings or gather_settings()
+        self.settings = settings or fetch_settings()
         self.allow_private = self.settings.web_allow_private_addresses if allow_private is None else allow_private
         # Looked up when built, so a test may replace the module's functions.
         self.resolver = resolver or resolve_host

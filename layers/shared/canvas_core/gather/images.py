@@ -13,6 +13,10 @@ import io
 import re
 import struct
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 
 class ImageError(Exception):
@@ -162,7 +166,7 @@ def sanitize_svg(data: bytes, name: str = "The SVG") -> SanitizedSvg:
     return SanitizedSvg(markup=ET.tostring(root, encoding="utf-8", xml_declaration=True), removed=removed)
 
 
-def _clean_element(element, removed: list[str]) -> None:
+def _clean_element(element: Element, removed: list[str]) -> None:
     for child in list(element):
         if not isinstance(child.tag, str):  # comments and processing instructions
             element.remove(child)

@@ -16,11 +16,11 @@ import html
 import json
 import re
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 from canvas_core.gather.fetch import Fetcher, FetchError, FetchTransientError
-from canvas_core.gather.settings import GatherSettings, gather_settings
+from canvas_core.settings import GatherSettings, gather_settings
 
 PROVIDERS = ("none", "searxng", "brave", "tavily")
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
@@ -61,9 +61,11 @@ class _HttpSearch:
     def __init__(self, api_url: str, api_key: str, fetcher: Fetcher):
         self.api_url, self.api_key, self.fetcher = api_url, api_key, fetcher
 
-    def _json(self, url: str, **options) -> dict:
+    def _json(
+        self, url: str, method: str = "GET", body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         try:
-            page = self.fetcher.fetch(url, **options)
+            page = self.fetcher.fetch(url, method=method, body=body, headers=headers)
         except FetchError as exc:
             raise SearchError(f"The {self.name} search failed: {exc}", isinstance(exc, FetchTransientError)) from exc
         try:
@@ -115,7 +117,8 @@ def get_search_provider(settings: GatherSettings | None = None, fetcher: Fetcher
         raise SearchError(f"Unknown search provider {name!r} (SEARCH_PROVIDER: one of {', '.join(PROVIDERS)})")
     if name == "searxng" and not settings.search_api_url:
         raise SearchError("SEARCH_PROVIDER is searxng but SEARCH_API_URL is not set")
-    if name in ("brave", "tavily") and not settings.search_api_key:
+    api_key = search_api_key(settings)
+    if name in ("brave", "tavily") and not api_key:
         raise SearchError(f"SEARCH_PROVIDER is {name} but SEARCH_API_KEY is not set")
     fetcher = fetcher or Fetcher(settings, allow_private=True)
     providers: dict[str, type[SearxngSearch | BraveSearch | TavilySearch]] = {
@@ -124,7 +127,17 @@ def get_search_provider(settings: GatherSettings | None = None, fetcher: Fetcher
         "tavily": TavilySearch,
     }
     provider = providers[name]
-    return provider(settings.search_api_url, settings.search_api_key, fetcher)
+    return provider(settings.search_api_url, api_key, fetcher)
+
+
+def search_api_key(settings: GatherSettings) -> str:
+    """SEARCH_API_KEY when set (offline, the embedded stack), else the secret SEARCH_API_KEY_SECRET_ARN names: read
+    when a block first searches, as only the blocks that search may read it."""
+    if settings.search_api_key or not settings.search_api_key_secret_arn:
+        return settings.search_api_key
+    from canvas_core.secrets import secret_api_key
+
+    return secret_api_key(settings.search_api_key_secret_arn, "search API key")
 
 
 def _results(items: object, url_key: str, title_key: str, snippet_key: str, limit: int) -> list[SearchResult]:

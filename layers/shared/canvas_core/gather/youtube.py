@@ -11,9 +11,10 @@ import html
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
-from canvas_core.gather.fetch import Fetcher, FetchError, FetchTransientError
+from canvas_core.gather.fetch import Fetcher, FetchError, FetchTransientError, Page
 
 PUBLIC_WATCH_URL = "https://www.youtube.com/watch?v="
 VIDEO_ID = re.compile(r"^[A-Za-z0-9_-]{11}$")
@@ -143,7 +144,7 @@ def parse_timed_text(data: bytes) -> list[Segment]:
     return segments
 
 
-def _choose(tracks: list[dict], languages: tuple[str, ...]) -> dict:
+def _choose(tracks: list[dict[str, Any]], languages: tuple[str, ...]) -> dict[str, Any]:
     for language in languages:
         for generated in (False, True):
             for track in tracks:
@@ -152,16 +153,16 @@ def _choose(tracks: list[dict], languages: tuple[str, ...]) -> dict:
     return tracks[0]
 
 
-def _get(fetcher: Fetcher, url: str, headers: dict[str, str], **options):
+def _get(fetcher: Fetcher, url: str, headers: dict[str, str], method: str = "GET", body: bytes | None = None) -> Page:
     try:
-        return fetcher.fetch(url, headers=headers, **options)
+        return fetcher.fetch(url, headers=headers, method=method, body=body)
     except FetchTransientError as exc:
         raise TranscriptError(f"YouTube did not answer: {exc}", transient=True) from exc
     except FetchError as exc:
         raise TranscriptError(f"YouTube refused the request: {exc}") from exc
 
 
-def _json(text: str, what: str) -> dict:
+def _json(text: str, what: str) -> dict[str, Any]:
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -169,7 +170,7 @@ def _json(text: str, what: str) -> dict:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _initial_player_response(watch: str) -> dict:
+def _initial_player_response(watch: str) -> dict[str, Any]:
     marker = re.search(r"ytInitialPlayerResponse\s*=\s*", watch)
     if not marker:
         raise TranscriptError("The video page could not be read (no player data)")

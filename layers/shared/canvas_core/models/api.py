@@ -1,13 +1,28 @@
-"""Bodies of the /v1 endpoints, field for field as the contract gives them."""
+"""Bodies of the /v1 endpoints, field for field as the contract gives them, and the envelope every answer comes in."""
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, create_model
 
 from canvas_core.models.base import Model
-from canvas_core.models.catalog import RunStatus, Template
+from canvas_core.models.catalog import NodeStatus, RunStatus, TaskStatus, TaskType, Template
+
+
+@cache
+def success_body(data: type[Model]) -> type[Model]:
+    """`{success: true, data}`, the body of every 200, with `data` the route's model; named after it
+    (`RunStatusResponseBody`) in the OpenAPI document."""
+    return create_model(f"{data.__name__}Body", __base__=Model, success=(Literal[True], ...), data=(data, ...))
+
+
+class ErrorBody(Model):
+    """`{success: false, error}`: the body of every error, `error` the message a client can act on."""
+
+    success: Literal[False]
+    error: str
 
 
 class UploadedFile(Model):
@@ -21,7 +36,7 @@ class CreateRunRequest(Model):
     """A validated create request; files are checked and held as bytes until stored."""
 
     prompt: str
-    template: str
+    template: Template
     blocks: list[str] | None = None
     agent_instructions: str | None = None
     webhook_url: str | None = None
@@ -30,7 +45,7 @@ class CreateRunRequest(Model):
 
 class CreateRunResponse(Model):
     run_id: str
-    status: str
+    status: RunStatus
     poll_url: str
     estimated_duration_ms: int
     canvas_id: str
@@ -56,7 +71,7 @@ class RunResult(Model):
 
 
 class RunMetadata(Model):
-    template_used: str
+    template_used: Template
     models_used: list[str]
     credits_consumed: int
 
@@ -70,10 +85,10 @@ class RunErrorView(Model):
 
 class RunStatusResponse(Model):
     run_id: str
-    status: str
+    status: RunStatus
     canvas_id: str
     prompt: str
-    template: str
+    template: Template
     blocks: list[str] | None = None
     agent_instructions: str | None = None
     progress: Progress | None = None
@@ -103,7 +118,7 @@ class NodeView(Model):
     id: str
     name: str
     type: str
-    status: str
+    status: NodeStatus
     content: str | None = None
     url: str | None = None
     sources: list[dict[str, Any]] = Field(default_factory=list)
@@ -124,8 +139,8 @@ class CanvasDagResponse(Model):
 class TaskView(Model):
     task_id: str
     name: str
-    task_type: str
-    status: str
+    task_type: TaskType
+    status: TaskStatus
     children: list[TaskView] = Field(default_factory=list)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from canvas_core.models.base import Model
-from canvas_core.models.catalog import NodeStatus, RunStatus, TaskStatus, TaskType
+from canvas_core.models.catalog import NodeStatus, RunStatus, TaskStatus, TaskType, Template
 
 
 class Upload(Model):
@@ -40,7 +40,7 @@ class RunItem(Model):
     canvas_id: str
     status: RunStatus = RunStatus.RUNNING
     prompt: str
-    template: str
+    template: Template
     blocks: list[str] | None = None
     agent_instructions: str | None = None
     uploads: list[Upload] = Field(default_factory=list)
@@ -65,7 +65,7 @@ class RunSummaryItem(Model):
     canvas_id: str
     status: RunStatus
     prompt: str
-    template: str
+    template: Template
     blocks: list[str] | None = None
     created_at_ms: int
 

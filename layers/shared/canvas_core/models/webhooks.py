@@ -4,10 +4,12 @@ contract: docs/webhooks.md)."""
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
-from canvas_core.models.base import Model
+from canvas_core.errors import BadRequestError
+from canvas_core.models.base import Model, RequestRefused
 
 
 class WebhookEventType(StrEnum):
@@ -21,6 +23,43 @@ class WebhookEventType(StrEnum):
 class EndpointStatus(StrEnum):
     ENABLED = "enabled"
     DISABLED = "disabled"
+
+
+# A webhook endpoint's request is a URL and a few event types: nothing larger is read.
+MAX_ENDPOINT_REQUEST_BYTES = 16 * 1024
+
+
+class WebhookEndpointRequest(Model):
+    """The body of POST /v1/webhook_endpoints: a JSON object, or a form (urlencoded or multipart) whose `events`
+    is a comma-separated list."""
+
+    url: str = Field(
+        json_schema_extra={"format": "uri"},
+        description="An http(s) URL of at most 2,048 characters that resolves to a public address",
+    )
+    events: list[str] | None = Field(
+        default=None, description="Event types to deliver (default all): a list, or a comma-separated string"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_given(cls, data: Any) -> Any:
+        url = data.get("url") if isinstance(data, dict) else None
+        if not isinstance(url, str) or not url.strip():
+            raise RequestRefused(BadRequestError("url is required"))
+        return data
+
+    @field_validator("events", mode="before", json_schema_input_type=list[WebhookEventType] | str | None)
+    @classmethod
+    def _event_list(cls, events: object) -> list[str] | None:
+        if events is None:
+            return None
+        if isinstance(events, str):
+            events = [events]
+        if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+            raise RequestRefused(BadRequestError("events must be a list of event types or a comma-separated string"))
+        split = [part.strip() for e in events for part in e.split(",") if part.strip()]
+        return split or None
 
 
 class WebhookEndpoint(Model):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
@@ -54,7 +55,7 @@ def asset_response(name: str) -> Response[str]:
     return Response(status_code=200, content_type=content_type, body=data.decode("utf-8"))
 
 
-def with_security_headers(response: dict) -> dict:
+def with_security_headers(response: dict[str, Any]) -> dict[str, Any]:
     """Add the headers to a proxy result (multiValueHeaders, as the REST resolver answers)."""
     headers = response.setdefault("multiValueHeaders", {})
     for name, value in SECURITY_HEADERS.items():

@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 from canvas_core.accounts import get_account
 from canvas_core.api import create_app, ok
 from canvas_core.api.app import error_response
-from canvas_core.config import get_settings
 from canvas_core.errors import ServiceError
 from canvas_core.keys import create_key, list_keys, revoke_key
 from canvas_core.models.base import Model
@@ -34,6 +33,7 @@ from canvas_core.portal.sessions import (
 )
 from canvas_core.portal.viewer import canvas_view
 from canvas_core.runs import get_run_status, list_runs
+from canvas_core.settings import api_settings
 
 
 class SignInRequest(Model):
@@ -54,8 +54,9 @@ class CreateEndpointRequest(Model):
 def create_portal_app() -> APIGatewayRestResolver:
     app = create_app()
 
-    @app.exception_handler(RequestValidationError)
-    def handle_validation_error(exc: RequestValidationError) -> Response:
+    # Powertools leaves exception_handler's return unannotated; the handler keeps its own signature.
+    @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
+    def handle_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return error_response(400, f"Invalid request: {problems}")
 
@@ -95,9 +96,9 @@ def create_portal_app() -> APIGatewayRestResolver:
     # ---- session
 
     @app.post("/portal/api/session")
-    def open_session(request: SignInRequest) -> Response[dict]:
+    def open_session(request: SignInRequest) -> Response[dict[str, Any]]:
         check_same_origin(app.current_event.headers)
-        lifetime = get_settings().portal_session_seconds
+        lifetime = api_settings().portal_session_seconds
         token, opened = sign_in(request.api_key, lifetime)
         cookie = Cookie(
             name=SESSION_COOKIE,
@@ -116,11 +117,11 @@ def create_portal_app() -> APIGatewayRestResolver:
         )
 
     @app.get("/portal/api/session")
-    def read_session() -> dict:
+    def read_session() -> dict[str, Any]:
         return ok(_session_view(session()))
 
     @app.delete("/portal/api/session")
-    def close_session() -> Response[dict]:
+    def close_session() -> Response[dict[str, Any]]:
         sign_out(changing())
         expired = Cookie(
             name=SESSION_COOKIE,
@@ -141,57 +142,57 @@ def create_portal_app() -> APIGatewayRestResolver:
     # ---- account, keys, runs
 
     @app.get("/portal/api/account")
-    def account() -> dict:
+    def account() -> dict[str, Any]:
         return ok(get_account(session().account_id))
 
     @app.get("/portal/api/keys")
-    def keys() -> dict:
+    def keys() -> dict[str, Any]:
         return ok(list_keys(session().account_id), exclude_none=False)
 
     @app.post("/portal/api/keys")
-    def new_key() -> dict:
+    def new_key() -> dict[str, Any]:
         return ok(create_key(changing().account_id), exclude_none=False)
 
     @app.delete("/portal/api/keys/<key_id>")
-    def revoked_key(key_id: str) -> dict:
+    def revoked_key(key_id: str) -> dict[str, Any]:
         return ok(revoke_key(changing().account_id, key_id), exclude_none=False)
 
     @app.get("/portal/api/runs")
     def runs(
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
         cursor: Annotated[str | None, Query()] = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         return ok(list_runs(session().account_id, limit, cursor), exclude_none=False)
 
     @app.get("/portal/api/runs/<run_id>/canvas")
-    def run_canvas(run_id: str) -> dict:
+    def run_canvas(run_id: str) -> dict[str, Any]:
         return ok(canvas_view(run_id, session().account_id))
 
     # ---- webhook endpoints (canvas_core.webhooks.endpoints, shared with /v1/webhook_endpoints)
 
     @app.get("/portal/api/webhook_endpoints")
-    def endpoints() -> dict:
+    def endpoints() -> dict[str, Any]:
         return _data({"endpoints": _webhooks().list_endpoints(session().account_id)})
 
     @app.post("/portal/api/webhook_endpoints")
-    def new_endpoint(request: CreateEndpointRequest) -> dict:
+    def new_endpoint(request: CreateEndpointRequest) -> dict[str, Any]:
         return _data(_webhooks().create_endpoint(changing().account_id, request.url, request.events))
 
     @app.delete("/portal/api/webhook_endpoints/<endpoint_id>")
-    def removed_endpoint(endpoint_id: str) -> dict:
+    def removed_endpoint(endpoint_id: str) -> dict[str, Any]:
         _webhooks().delete_endpoint(changing().account_id, endpoint_id)
         return _data({"id": endpoint_id, "deleted": True})
 
     @app.post("/portal/api/webhook_endpoints/<endpoint_id>/rotate_secret")
-    def rotated_endpoint(endpoint_id: str) -> dict:
+    def rotated_endpoint(endpoint_id: str) -> dict[str, Any]:
         return _data(_webhooks().rotate_secret(changing().account_id, endpoint_id))
 
     @app.post("/portal/api/webhook_endpoints/<endpoint_id>/ping")
-    def pinged_endpoint(endpoint_id: str) -> dict:
+    def pinged_endpoint(endpoint_id: str) -> dict[str, Any]:
         return _data({"event_id": _webhooks().ping(changing().account_id, endpoint_id)})
 
     @app.get("/portal/api/webhook_endpoints/<endpoint_id>/deliveries")
-    def deliveries(endpoint_id: str) -> dict:
+    def deliveries(endpoint_id: str) -> dict[str, Any]:
         return _data({"deliveries": _webhooks().list_deliveries(session().account_id, endpoint_id)})
 
     return app
@@ -200,7 +201,7 @@ def create_portal_app() -> APIGatewayRestResolver:
 class WebhooksUnavailableError(ServiceError):
     status_code = 501
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("Webhook endpoints are not available in this deployment")
 
 
@@ -217,7 +218,7 @@ def _session_view(session: Session) -> SessionView:
     return SessionView(account_id=session.account_id, csrf_token=session.csrf_token, expires_at=expires)
 
 
-def _data(value: Any) -> dict:
+def _data(value: Any) -> dict[str, Any]:
     return {"success": True, "data": _plain(value)}
 
 

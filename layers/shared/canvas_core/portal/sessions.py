@@ -24,7 +24,7 @@ CSRF_HEADER = "x-csrf-token"
 
 
 class SignInRequiredError(AuthenticationError):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("Sign in to the portal: no session, or it has ended")
 
 
@@ -33,12 +33,12 @@ class ForbiddenError(ServiceError):
 
 
 class CsrfRefusedError(ForbiddenError):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("Refused: the request lacks the session's CSRF token")
 
 
 class CrossOriginRefusedError(ForbiddenError):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("Refused: the request comes from another origin")
 
 

@@ -9,15 +9,17 @@ Each imports only what it needs, when chosen.
 
 from __future__ import annotations
 
-import os
+from typing import get_args
 
 from canvas_core.providers.base import Completion, ModelProvider, provider_name
+from canvas_core.settings import ModelProviderName, provider_settings
 
-PROVIDERS = ("offline", "bedrock", "openai")
+PROVIDERS: tuple[str, ...] = get_args(ModelProviderName)
 
 
 def get_provider(name: str | None = None) -> ModelProvider:
-    name = (name or os.environ.get("MODEL_PROVIDER") or "offline").strip().lower()
+    """The provider called `name`; by default the one MODEL_PROVIDER chooses."""
+    name = (name or provider_settings().model_provider).strip().lower()
     if name == "offline":
         from canvas_core.providers.offline import OfflineProvider
 
@@ -29,7 +31,7 @@ def get_provider(name: str | None = None) -> ModelProvider:
     if name == "openai":
         from canvas_core.providers.openai import OpenAIProvider
 
-        return OpenAIProvider.from_environment()
+        return OpenAIProvider.from_settings(provider_settings())
     raise ValueError(f"Unknown model provider: {name!r} (expected one of {', '.join(PROVIDERS)})")
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -28,6 +27,7 @@ from canvas_core.observability import tracer
 from canvas_core.providers.base import Completion
 from canvas_core.providers.retry import TransientError, retry_backoff_seconds, with_retries
 from canvas_core.providers.roles import model_for_role
+from canvas_core.settings import provider_settings
 
 RETRYABLE_CODES = frozenset(
     {
@@ -87,7 +87,7 @@ class BedrockProvider:
     def generate_image(self) -> Callable[..., tuple[bytes, str]] | None:
         """`generate_image(*, prompt, width, height) -> (image bytes, model id)` with the image model IMAGE_MODEL_ID
         names; None when it names none, so that image-block draws without a model (image_generate.py)."""
-        model_id = self.image_model_id or os.environ.get("IMAGE_MODEL_ID", "").strip()
+        model_id = self.image_model_id or provider_settings().image_model_id
         if not model_id:
             return None
         return BedrockImageModel(model_id, self._runtime, self.attempts, self.backoff_seconds).generate_image
@@ -151,9 +151,9 @@ class BedrockImageModel:
 
 def call_bedrock[T](model_id: str, call: Callable[[Any], T], runtime: Any, attempts: int, backoff_seconds: float) -> T:
     """`call(runtime)` with the container's client unless one is given, retried when Bedrock fails in passing."""
-    runtime = runtime or bedrock_runtime(
-        os.environ.get("AWS_ENDPOINT_URL_BEDROCK_RUNTIME"), os.environ.get("AWS_REGION")
-    )
+    if runtime is None:
+        settings = provider_settings()
+        runtime = bedrock_runtime(settings.bedrock_endpoint_url or None, settings.aws_region or None)
     return with_retries(lambda: _attempt(model_id, call, runtime), attempts=attempts, backoff_seconds=backoff_seconds)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import urllib.error
 import urllib.request
 from functools import lru_cache
@@ -29,6 +28,7 @@ from canvas_core.observability import tracer
 from canvas_core.providers.base import Completion
 from canvas_core.providers.retry import TransientError, retry_backoff_seconds, with_retries
 from canvas_core.providers.roles import model_for_role
+from canvas_core.settings import ProviderSettings
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -55,12 +55,11 @@ class OpenAIProvider:
         self.backoff_seconds = retry_backoff_seconds() if backoff_seconds is None else backoff_seconds
 
     @classmethod
-    def from_environment(cls) -> OpenAIProvider:
-        key = os.environ.get("OPENAI_API_KEY") or None
-        secret_arn = os.environ.get("OPENAI_API_KEY_SECRET_ARN")
-        if not key and secret_arn:
-            key = _secret_api_key(secret_arn)
-        return cls(base_url=os.environ.get("OPENAI_BASE_URL") or None, api_key=key)
+    def from_settings(cls, settings: ProviderSettings) -> OpenAIProvider:
+        key = settings.openai_api_key or None
+        if not key and settings.openai_api_key_secret_arn:
+            key = _secret_api_key(settings.openai_api_key_secret_arn)
+        return cls(base_url=settings.openai_base_url or None, api_key=key)
 
     def model_for(self, role: str) -> str:
         return self.model_id or model_for_role(role, self.DEFAULT_MODEL_ID)

@@ -4,24 +4,20 @@ attempts are spent it becomes `BlockRetryableError`, which the state machine ret
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Callable
 
 from canvas_core.errors import BlockRetryableError
 from canvas_core.observability import logger
+from canvas_core.settings import provider_settings
 
 MAX_BACKOFF_SECONDS = 20.0
-DEFAULT_BACKOFF_SECONDS = 1.0
 
 
 def retry_backoff_seconds() -> float:
     """The first retry's backoff ceiling (MODEL_RETRY_BACKOFF_SECONDS, default 1 s); it doubles per attempt."""
-    try:
-        return max(0.0, float(os.environ.get("MODEL_RETRY_BACKOFF_SECONDS") or DEFAULT_BACKOFF_SECONDS))
-    except ValueError:
-        return DEFAULT_BACKOFF_SECONDS
+    return provider_settings().model_retry_backoff_seconds
 
 
 class TransientError(Exception):

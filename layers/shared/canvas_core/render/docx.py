@@ -4,16 +4,20 @@ reopens a file and reads back its headings and text (what a block verifies befor
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from docx import Document
+from docx.document import Document as DocxDocument
 from docx.enum.section import WD_ORIENT
 from docx.enum.table import WD_TABLE_ALIGNMENT
 from docx.enum.text import WD_ALIGN_PARAGRAPH, WD_TAB_ALIGNMENT
 from docx.opc.constants import RELATIONSHIP_TYPE
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
+from docx.oxml.text.paragraph import CT_P
 from docx.shared import Inches, Pt, RGBColor
+from docx.text.paragraph import Paragraph as DocxParagraph
 
 from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import (
@@ -52,7 +56,7 @@ def render_report(report: Deliverable) -> bytes:
     return _save(doc)
 
 
-def _add_figures(doc, figures: list[Figure]) -> None:
+def _add_figures(doc: DocxDocument, figures: list[Figure]) -> None:
     """The images the report shows, each with a caption (`Figure n. name`); one Word cannot embed is named."""
     if not figures:
         return
@@ -108,7 +112,7 @@ def render_memo(memo: Deliverable, header: MemoHeader) -> bytes:
 # ---- building blocks ------------------------------------------------------------------------------------------
 
 
-def _new_document(title: str):
+def _new_document(title: str) -> DocxDocument:
     doc = Document()
     doc.core_properties.title = title
     doc.core_properties.author = "Canvas Run Service"
@@ -124,7 +128,7 @@ def _new_document(title: str):
     return doc
 
 
-def _add_sections(doc, sections: list[Section], heading_offset: int) -> None:
+def _add_sections(doc: DocxDocument, sections: list[Section], heading_offset: int) -> None:
     tables = 0
     for section in sections:
         if section.title:
@@ -139,7 +143,7 @@ def _add_sections(doc, sections: list[Section], heading_offset: int) -> None:
                 _add_table(doc, block, tables)
 
 
-def _add_paragraph(doc, block: Paragraph) -> None:
+def _add_paragraph(doc: DocxDocument, block: Paragraph) -> None:
     if block.code:
         p = doc.add_paragraph(style="No Spacing")
         run = p.add_run(block.text)
@@ -149,7 +153,7 @@ def _add_paragraph(doc, block: Paragraph) -> None:
     _add_spans(doc.add_paragraph(), block.text)
 
 
-def _add_list(doc, block: BulletList) -> None:
+def _add_list(doc: DocxDocument, block: BulletList) -> None:
     style = "List Number" if block.ordered else "List Bullet"
     first = None
     for item in block.items:
@@ -161,7 +165,7 @@ def _add_list(doc, block: BulletList) -> None:
         _restart_numbering(doc, first)
 
 
-def _add_table(doc, table: Table, number: int) -> None:
+def _add_table(doc: DocxDocument, table: Table, number: int) -> None:
     rows = table.rows[:MAX_TABLE_ROWS]
     caption = doc.add_paragraph(style="Caption")
     caption.add_run(f"Table {number}" + (f". {plain(table.caption)}" if table.caption else ""))
@@ -189,7 +193,7 @@ def _add_table(doc, table: Table, number: int) -> None:
     doc.add_paragraph()
 
 
-def _add_references(doc, deliverable: Deliverable) -> None:
+def _add_references(doc: DocxDocument, deliverable: Deliverable) -> None:
     for n, reference in enumerate(deliverable.references, start=1):
         p = doc.add_paragraph()
         p.paragraph_format.left_indent = Inches(0.4)
@@ -204,7 +208,7 @@ def _add_references(doc, deliverable: Deliverable) -> None:
             _add_hyperlink(p, reference.url, reference.url)
 
 
-def _add_spans(p, text: str) -> None:
+def _add_spans(p: DocxParagraph, text: str) -> None:
     for span in spans(text):
         if span.url:
             _add_hyperlink(p, span.text, span.url)
@@ -216,7 +220,7 @@ def _add_spans(p, text: str) -> None:
             run.font.name = "Consolas"
 
 
-def _add_hyperlink(p, text: str, url: str) -> None:
+def _add_hyperlink(p: DocxParagraph, text: str, url: str) -> None:
     rel_id = p.part.relate_to(url, RELATIONSHIP_TYPE.HYPERLINK, is_external=True)
     link = OxmlElement("w:hyperlink")
     link.set(qn("r:id"), rel_id)
@@ -235,7 +239,7 @@ def _add_hyperlink(p, text: str, url: str) -> None:
     p._p.append(link)
 
 
-def _restart_numbering(doc, first) -> None:
+def _restart_numbering(doc: DocxDocument, first: DocxParagraph) -> None:
     """Number an ordered list from 1: python-docx's List Number style otherwise counts on across lists."""
     numbering = doc.part.numbering_part.numbering_definitions._numbering
     style_num_id = doc.styles["List Number"].element.pPr.numPr.numId.val
@@ -248,9 +252,10 @@ def _restart_numbering(doc, first) -> None:
         num_pr.get_or_add_numId().val = num.numId
 
 
-def _following_list_paragraphs(first):
+def _following_list_paragraphs(first: DocxParagraph) -> Iterator[CT_P]:
     p = first._p
-    style = first.style.style_id
+    # python-docx types Paragraph.style as optional, but it falls back to the default style and is never None.
+    style = first.style.style_id  # type: ignore[union-attr]
     while p is not None and p.tag == qn("w:p") and p.pPr is not None and p.pPr.pStyle is not None:
         if p.pPr.pStyle.val != style:
             break
@@ -258,7 +263,7 @@ def _following_list_paragraphs(first):
         p = p.getnext()
 
 
-def _page_numbers(p) -> None:
+def _page_numbers(p: DocxParagraph) -> None:
     p.alignment = WD_ALIGN_PARAGRAPH.CENTER
     run = p.add_run()
     run.font.size, run.font.color.rgb = Pt(9), MUTED
@@ -273,7 +278,7 @@ def _page_numbers(p) -> None:
         run._r.append(element)
 
 
-def _rule(p) -> None:
+def _rule(p: DocxParagraph) -> None:
     borders = OxmlElement("w:pBdr")
     bottom = OxmlElement("w:bottom")
     for key, value in (("w:val", "single"), ("w:sz", "8"), ("w:space", "1"), ("w:color", str(ACCENT))):
@@ -283,7 +288,7 @@ def _rule(p) -> None:
     _spacing(p, after=12)
 
 
-def _spacing(p, after: int) -> None:
+def _spacing(p: DocxParagraph, after: int) -> None:
     p.paragraph_format.space_after = Pt(after)
 
 
@@ -291,7 +296,7 @@ def _long_date(deliverable: Deliverable) -> str:
     return long_date(deliverable.date) if deliverable.date else ""
 
 
-def _save(doc) -> bytes:
+def _save(doc: DocxDocument) -> bytes:
     buffer = io.BytesIO()
     doc.save(buffer)
     return buffer.getvalue()

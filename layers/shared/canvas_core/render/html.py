@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
+from typing import TypedDict
 
 from canvas_core.render.structure import (
     Block,
@@ -100,7 +101,7 @@ def json_island(element_id: str, data: object) -> str:
     return f'<script type="application/json" id="{element_id}">{payload}</script>'
 
 
-def blocks_html(blocks: list) -> str:
+def blocks_html(blocks: list[Block]) -> str:
     out = []
     for block in blocks:
         if isinstance(block, Paragraph):
@@ -133,7 +134,7 @@ def references_html(references: list[Reference]) -> str:
     return '<ol class="sources">' + "".join(items) + "</ol>"
 
 
-def _references_data(references: list[Reference]) -> list[dict]:
+def _references_data(references: list[Reference]) -> list[SourceData]:
     return [{"title": r.title, "url": safe_url(r.url), "detail": r.detail} for r in references]
 
 
@@ -156,6 +157,32 @@ def _document(title: str, body: str, css: str, script: str = "", data: str = "",
 # ---- the built-in app -----------------------------------------------------------------------------------------
 
 MAX_CATEGORIES = 20  # a column with more distinct values is searched, not picked from
+
+
+class ChartData(TypedDict):
+    """A table's chart as the app's script draws it: the label column, the value columns, which of them add up."""
+
+    label: int
+    values: list[int]
+    sums: list[bool]
+
+
+class TableData(TypedDict):
+    """A table in the app's data island."""
+
+    caption: str
+    headers: list[str]
+    rows: list[list[str]]
+    chart: ChartData | None
+    category: int | None
+
+
+class SourceData(TypedDict):
+    """A source in a page's data island."""
+
+    title: str
+    url: str | None
+    detail: str
 
 
 def render_app(spec: AppSpec) -> str:
@@ -198,7 +225,7 @@ def render_app(spec: AppSpec) -> str:
     return _document(spec.title, body, asset("app.css"), script=asset("app.js"), data=json_island("app-data", data))
 
 
-def _table_data(table: Table) -> dict:
+def _table_data(table: Table) -> TableData:
     """A table as the app's script reads it: its text, the columns its chart draws, its category column."""
     rows = [[plain(c) for c in r] for r in table.rows]
     columns = chart_columns(table)
@@ -222,7 +249,7 @@ def _table_data(table: Table) -> dict:
     }
 
 
-def _data_card(i: int, table: dict) -> str:
+def _data_card(i: int, table: TableData) -> str:
     caption = esc(table["caption"] or f"Table {i + 1}")
     pick = ""
     if table["category"] is not None:

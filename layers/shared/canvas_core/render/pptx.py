@@ -19,7 +19,11 @@ from pptx.dml.color import RGBColor
 from pptx.enum.chart import XL_CHART_TYPE, XL_LEGEND_POSITION
 from pptx.enum.shapes import MSO_SHAPE
 from pptx.enum.text import MSO_AUTO_SIZE, PP_ALIGN
-from pptx.util import Emu, Inches, Pt
+from pptx.presentation import Presentation as PptxPresentation
+from pptx.shapes.autoshape import Shape
+from pptx.shapes.placeholder import SlidePlaceholder
+from pptx.slide import Slide
+from pptx.util import Emu, Inches, Length, Pt
 
 from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import (
@@ -42,7 +46,7 @@ SLIDE_WIDTH, SLIDE_HEIGHT = Inches(13.333), Inches(7.5)
 MARGIN = Inches(0.6)
 TITLE_TOP, TITLE_HEIGHT = Inches(0.3), Inches(1.2)
 BODY_TOP, BODY_HEIGHT = Inches(1.7), Inches(5.15)
-CONTENT_WIDTH = SLIDE_WIDTH - 2 * MARGIN
+CONTENT_WIDTH = Emu(SLIDE_WIDTH - 2 * MARGIN)
 BODY_PT, TITLE_PT, SMALL_TITLE_PT = 20, 30, 24
 PARAGRAPH_GAP_PT = 8
 LINE_HEIGHT = 1.2  # a line is about 1.2 times the font size
@@ -53,9 +57,11 @@ TABLE_ROWS_PER_SLIDE = 8
 TABLE_MAX_COLUMNS = 6
 TABLE_PT = 14
 MAX_NOTES_SOURCES = 12
-ACCENT = RGBColor(0x1F, 0x4E, 0x79)
-MUTED = RGBColor(0x6B, 0x6B, 0x6B)
-SERIES_COLOURS = (ACCENT, RGBColor(0x2E, 0x86, 0xAB), RGBColor(0xF2, 0x99, 0x4A))  # the HTML pages' palette
+# python-pptx leaves RGBColor's constructor unannotated, hence the ignores on the colours.
+ACCENT = RGBColor(0x1F, 0x4E, 0x79)  # type: ignore[no-untyped-call]
+MUTED = RGBColor(0x6B, 0x6B, 0x6B)  # type: ignore[no-untyped-call]
+# The HTML pages' palette.
+SERIES_COLOURS = (ACCENT, RGBColor(0x2E, 0x86, 0xAB), RGBColor(0xF2, 0x99, 0x4A))  # type: ignore[no-untyped-call]
 _CITATION = re.compile(r"\[(\d{1,3})\]")
 
 
@@ -241,16 +247,18 @@ def render_deck(deck: Deliverable, max_slides: int | None = None) -> bytes:
     return buffer.getvalue()
 
 
-def _widescreen(prs) -> None:
+def _widescreen(prs: PptxPresentation) -> None:
     """16:9, with the master's and layouts' placeholders stretched to match (slides added later inherit)."""
     ratio = SLIDE_WIDTH / prs.slide_width
     prs.slide_width, prs.slide_height = SLIDE_WIDTH, SLIDE_HEIGHT
-    shapes = list(prs.slide_master.shapes) + [ph for layout in prs.slide_layouts for ph in layout.placeholders]
+    # python-pptx declares LayoutPlaceholders.__iter__ as a callable attribute, which mypy reads as taking no self.
+    placeholders = [ph for layout in prs.slide_layouts for ph in layout.placeholders]  # type: ignore[misc]
+    shapes = list(prs.slide_master.shapes) + placeholders
     for shape in shapes:
         shape.left, shape.width = int(shape.left * ratio), int(shape.width * ratio)
 
 
-def _title_slide(prs, deck: Deliverable) -> None:
+def _title_slide(prs: PptxPresentation, deck: Deliverable) -> None:
     slide = prs.slides.add_slide(prs.slide_layouts[0])
     fill = slide.background.fill
     fill.solid()
@@ -268,16 +276,17 @@ def _title_slide(prs, deck: Deliverable) -> None:
     subtitle.text_frame.text = "\n".join(lines) or " "
     for p in subtitle.text_frame.paragraphs:
         for run in p.runs:
-            run.font.size, run.font.color.rgb = Pt(20), RGBColor(0xDD, 0xE6, 0xF0)
+            run.font.size, run.font.color.rgb = Pt(20), RGBColor(0xDD, 0xE6, 0xF0)  # type: ignore[no-untyped-call]
     if deck.references:
         slide.notes_slide.notes_text_frame.text = _notes(SlideSpec(title=deck.title), deck)
 
 
-_WHITE = RGBColor(0xFF, 0xFF, 0xFF)
+_WHITE = RGBColor(0xFF, 0xFF, 0xFF)  # type: ignore[no-untyped-call]
 
 
-def _set_title(slide, text: str, top: int = TITLE_TOP) -> None:
+def _set_title(slide: Slide, text: str, top: Length = TITLE_TOP) -> None:
     title = slide.shapes.title
+    assert title is not None  # every layout the deck uses has a title placeholder
     title.left, title.top, title.width, title.height = MARGIN, top, CONTENT_WIDTH, TITLE_HEIGHT
     frame = title.text_frame
     frame.word_wrap = True
@@ -290,7 +299,7 @@ def _set_title(slide, text: str, top: int = TITLE_TOP) -> None:
         run.font.size, run.font.bold, run.font.color.rgb = Pt(title_size(text)), True, ACCENT
 
 
-def _fill_body(body, bullets: list[str]) -> None:
+def _fill_body(body: SlidePlaceholder, bullets: list[str]) -> None:
     body.left, body.top, body.width, body.height = MARGIN, BODY_TOP, CONTENT_WIDTH, BODY_HEIGHT
     frame = body.text_frame
     frame.word_wrap = True
@@ -311,11 +320,11 @@ def _fill_body(body, bullets: list[str]) -> None:
                 run.hyperlink.address = span.url
 
 
-def _add_table(slide, table: Table) -> None:
+def _add_table(slide: Slide, table: Table) -> None:
     columns = min(len(table.headers), TABLE_MAX_COLUMNS)
     kinds = column_kinds(table)
     rows = [table.headers[:columns], *(r[:columns] for r in table.rows)]
-    height = Inches(0.5) * len(rows)
+    height = Emu(Inches(0.5) * len(rows))
     shape = slide.shapes.add_table(len(rows), columns, MARGIN, BODY_TOP, CONTENT_WIDTH, height)
     grid = shape.table
     column_width = CONTENT_WIDTH // columns
@@ -337,18 +346,20 @@ def _add_table(slide, table: Table) -> None:
                 run.font.size, run.font.bold = Pt(TABLE_PT), (r == 0) or None
 
 
-def _add_chart(slide, table: Table) -> None:
+def _add_chart(slide: Slide, table: Table) -> None:
     label, values = chart_columns(table)  # type: ignore[misc]
     rows = data_rows(table)
-    data = CategoryChartData()
+    # python-pptx leaves CategoryChartData unannotated, and types add_chart's data as its ChartData subclass.
+    data = CategoryChartData()  # type: ignore[no-untyped-call]
     data.categories = [plain(r[label]) or "—" for r in rows]
     kinds = column_kinds(table)
     for c in values:
-        data.add_series(plain(table.headers[c]), [_number(r[c]) for r in rows])
+        data.add_series(plain(table.headers[c]), [_number(r[c]) for r in rows])  # type: ignore[no-untyped-call]
     long_labels = max(len(plain(r[label])) for r in rows) > 14
     chart_type = XL_CHART_TYPE.BAR_CLUSTERED if long_labels else XL_CHART_TYPE.COLUMN_CLUSTERED
-    frame = slide.shapes.add_chart(chart_type, MARGIN, BODY_TOP, CONTENT_WIDTH, BODY_HEIGHT, data)
-    chart = frame.chart
+    frame = slide.shapes.add_chart(chart_type, MARGIN, BODY_TOP, CONTENT_WIDTH, BODY_HEIGHT, data)  # type: ignore[arg-type]
+    # python-pptx annotates add_chart as returning the Chart; it returns the GraphicFrame that holds it.
+    chart = frame.chart  # type: ignore[attr-defined]
     chart.has_legend = len(values) > 1
     if chart.has_legend:
         chart.legend.position, chart.legend.include_in_layout = XL_LEGEND_POSITION.BOTTOM, False
@@ -363,7 +374,7 @@ def _add_chart(slide, table: Table) -> None:
         series.format.fill.fore_color.rgb = colour
 
 
-def _add_figure(slide, figure: Figure) -> None:
+def _add_figure(slide: Slide, figure: Figure) -> None:
     """The image centred in the body area, as large as fits without stretching it."""
     from PIL import Image
 
@@ -380,7 +391,7 @@ def _add_figure(slide, figure: Figure) -> None:
     shown_width, shown_height = int(width * scale), int(height * scale)
     left = MARGIN + (CONTENT_WIDTH - shown_width) // 2
     top = BODY_TOP + (BODY_HEIGHT - shown_height) // 2
-    slide.shapes.add_picture(io.BytesIO(image[0]), left, top, shown_width, shown_height)
+    slide.shapes.add_picture(io.BytesIO(image[0]), Emu(left), Emu(top), Emu(shown_width), Emu(shown_height))
 
 
 def _number(text: str) -> float | None:
@@ -388,13 +399,13 @@ def _number(text: str) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _decorate(slide, number: int, total: int) -> None:
-    bar = slide.shapes.add_shape(MSO_SHAPE.RECTANGLE, 0, 0, SLIDE_WIDTH, Inches(0.12))
+def _decorate(slide: Slide, number: int, total: int) -> None:
+    bar = slide.shapes.add_shape(MSO_SHAPE.RECTANGLE, Emu(0), Emu(0), SLIDE_WIDTH, Inches(0.12))
     bar.fill.solid()
     bar.fill.fore_color.rgb = ACCENT
     bar.line.fill.background()
     box = slide.shapes.add_textbox(
-        SLIDE_WIDTH - MARGIN - Inches(1.5), SLIDE_HEIGHT - Inches(0.55), Inches(1.5), Inches(0.4)
+        Emu(SLIDE_WIDTH - MARGIN - Inches(1.5)), Emu(SLIDE_HEIGHT - Inches(0.55)), Inches(1.5), Inches(0.4)
     )
     p = box.text_frame.paragraphs[0]
     p.alignment = PP_ALIGN.RIGHT
@@ -432,11 +443,12 @@ def check_pptx(data: bytes) -> list[SlideView]:
     return views
 
 
-def _view(slide) -> SlideView:
+def _view(slide: Slide) -> SlideView:
     title = slide.shapes.title.text if slide.shapes.title is not None else ""
     texts, overflowing = [], []
     for shape in slide.shapes:
-        if not shape.has_text_frame:
+        # Only a Shape (an autoshape, text box or placeholder) has a text frame.
+        if not isinstance(shape, Shape):
             continue
         is_title = shape == slide.shapes.title
         paragraphs = [p for p in shape.text_frame.paragraphs if "".join(r.text for r in p.runs)]
@@ -448,7 +460,8 @@ def _view(slide) -> SlideView:
             needed = text_height_pt(["".join(r.text for r in p.runs) for p in paragraphs], width, size)
             if needed > Emu(shape.height - 2 * INSET).pt:
                 overflowing.append(paragraphs[0].runs[0].text)
-    notes = slide.notes_slide.notes_text_frame.text if slide.has_notes_slide else ""
+    notes_frame = slide.notes_slide.notes_text_frame if slide.has_notes_slide else None
+    notes = notes_frame.text if notes_frame is not None else ""
     return SlideView(
         title=title,
         texts=texts,

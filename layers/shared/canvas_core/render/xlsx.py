@@ -20,7 +20,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import Reference, plain, safe_url, summable_columns
-from canvas_core.tables import Table, column_kinds, typed_value
+from canvas_core.tables import Table, Typed, column_kinds, typed_value
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -93,7 +93,7 @@ def _write_table(sheet: Worksheet, table: Table) -> None:
         sheet.append(totals)
 
 
-def _total_format(cells: list) -> str:
+def _total_format(cells: list[Typed]) -> str:
     """A total is shown as its column is: in the column's currency, with decimals when any cell has them."""
     kinds = {t.kind for t in cells}
     if "currency" in kinds:
@@ -102,7 +102,7 @@ def _total_format(cells: list) -> str:
     return FORMATS["float"] if "float" in kinds else FORMATS["int"]
 
 
-def _value_cell(sheet: Worksheet, typed, column_kind: str) -> object:
+def _value_cell(sheet: Worksheet, typed: Typed, column_kind: str) -> object:
     if typed.kind == "empty":
         return None
     if typed.kind == "currency":
@@ -114,7 +114,7 @@ def _value_cell(sheet: Worksheet, typed, column_kind: str) -> object:
         cell.number_format = FORMATS[typed.kind]
         return cell
     if typed.kind == "text":
-        return text_cell(sheet, plain(typed.value))
+        return text_cell(sheet, plain(str(typed.value)))  # a text cell's value is its str
     return typed.value  # ints of a year column, dates: openpyxl gives dates their date format
 
 
@@ -138,7 +138,7 @@ def _header_cell(sheet: Worksheet, text: str) -> WriteOnlyCell:
     return cell
 
 
-def _size_columns(sheet: Worksheet, headers: list[str], rows: list[list]) -> None:
+def _size_columns(sheet: Worksheet, headers: list[str], rows: list[list[Typed]]) -> None:
     for c, header in enumerate(headers):
         widest = len(plain(header)) + 2  # room for the filter button
         for row in rows[:WIDTH_SAMPLE]:
@@ -147,7 +147,7 @@ def _size_columns(sheet: Worksheet, headers: list[str], rows: list[list]) -> Non
         sheet.column_dimensions[get_column_letter(c + 1)].width = min(MAX_WIDTH, max(MIN_WIDTH, widest + 2))
 
 
-def _display_width(typed) -> int:
+def _display_width(typed: Typed) -> int:
     if typed.kind in ("date",):
         return 10
     if typed.kind == "datetime":
@@ -211,7 +211,7 @@ def check_xlsx(data: bytes, rows_per_sheet: int = 20) -> list[SheetView]:
     return views
 
 
-def _views(book) -> list[SheetView]:
+def _views(book: Workbook) -> list[SheetView]:
     views = []
     for sheet in book.worksheets:
         rows = list(sheet.iter_rows())

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from canvas_core.adapters.queues import Queue
 from canvas_core.adapters.webhook_store import WebhookStore
 from canvas_core.clock import now_ms
-from canvas_core.config import webhook_settings
 from canvas_core.errors import RunNotFoundError
 from canvas_core.models.webhooks import DeliveryMessage, EndpointStatus, WebhookDelivery
 from canvas_core.observability import logger
+from canvas_core.settings import webhook_settings
 from canvas_core.webhooks.endpoints import delivery_fetcher
 from canvas_core.webhooks.events import RUN_EVENT_TYPES, envelope, run_event_id
 from canvas_core.webhooks.schedule import retry_delay_seconds

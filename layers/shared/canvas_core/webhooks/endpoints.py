@@ -9,7 +9,6 @@ from urllib.parse import urlsplit
 from canvas_core.adapters.queues import Queue
 from canvas_core.adapters.webhook_store import WebhookStore
 from canvas_core.clock import new_id, now_ms, parse_uuid
-from canvas_core.config import webhook_settings
 from canvas_core.errors import (
     BadRequestError,
     ConflictError,
@@ -26,6 +25,7 @@ from canvas_core.models.webhooks import (
     WebhookEventType,
 )
 from canvas_core.observability import logger
+from canvas_core.settings import webhook_settings
 from canvas_core.webhooks.events import envelope, new_event_id
 from canvas_core.webhooks.settings import MAX_ENDPOINTS_PER_ACCOUNT
 from canvas_core.webhooks.signing import new_secret

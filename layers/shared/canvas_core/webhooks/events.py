@@ -7,9 +7,9 @@ import json
 import uuid
 from typing import Any
 
-from canvas_core.config import webhook_settings
 from canvas_core.models.catalog import RunStatus
 from canvas_core.models.webhooks import WebhookEventType
+from canvas_core.settings import webhook_settings
 from canvas_core.webhooks.settings import API_VERSION
 
 RUN_EVENT_TYPES = {

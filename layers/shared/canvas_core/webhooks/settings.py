@@ -1,4 +1,4 @@
-"""Fixed values of the webhooks (the settings read from the environment are canvas_core.config.webhook_settings)."""
+"""Fixed values of the webhooks (their settings read from the environment are canvas_core.settings.WebhookSettings)."""
 
 # At most this many endpoints per account (docs/webhooks.md).
 MAX_ENDPOINTS_PER_ACCOUNT = 10
