@@ -119,10 +119,10 @@ def count(name: str, value: float = 1, unit: MetricUnit = MetricUnit.Count, **di
 class _NoTracer:
     """Stands in for Tracer where tracing is off: its decorators return the function unchanged."""
 
-    def capture_lambda_handler(self, handler: Callable | None = None, **_: Any) -> Callable:
+    def capture_lambda_handler(self, handler: Callable[..., Any] | None = None, **_: Any) -> Callable[..., Any]:
         return handler if handler is not None else (lambda fn: fn)
 
-    def capture_method(self, method: Callable | None = None, **_: Any) -> Callable:
+    def capture_method(self, method: Callable[..., Any] | None = None, **_: Any) -> Callable[..., Any]:
         return method if method is not None else (lambda fn: fn)
 
     def put_annotation(self, key: str, value: Any) -> None:

@@ -13,7 +13,7 @@ from canvas_core.content import with_full_content
 from canvas_core.dataflow import describe_error, record_block_failure, wire
 from canvas_core.errors import CreditsExhaustedError
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunStatus, TaskStatus
-from canvas_core.models.items import Artifact, NodeItem, RunError, RunItem
+from canvas_core.models.items import Artifact, EdgeItem, NodeItem, RunError, RunItem
 from canvas_core.observability import count, logger
 from canvas_core.planner import parent_task_id, plan_canvas
 from canvas_core.settings import orchestration_settings
@@ -191,12 +191,12 @@ def fail_run(event: dict[str, Any], store: Store | None = None) -> dict[str, Any
 
 def _run_id_from_execution(detail: dict[str, Any]) -> str:
     try:
-        return json.loads(detail.get("input") or "{}")["run_id"]
+        return str(json.loads(detail.get("input") or "{}")["run_id"])
     except (json.JSONDecodeError, KeyError, TypeError):
-        return detail["name"]
+        return str(detail["name"])
 
 
-def _final_output(completed: list[NodeItem], edges: list, file_names: list[str]) -> str:
+def _final_output(completed: list[NodeItem], edges: list[EdgeItem], file_names: list[str]) -> str:
     """The answer: the Writer's synthesis with its numbered sources, or what the finished blocks produced."""
     from canvas_core.agents.writer import final_output
 

@@ -36,7 +36,8 @@ def dynamodb_errors() -> Iterator[None]:
 
 def serialize(value: Any) -> dict[str, Any]:
     """One value as a DynamoDB attribute value."""
-    return _serializer.serialize(value)
+    serialized: dict[str, Any] = _serializer.serialize(value)
+    return serialized
 
 
 def to_item(data: Mapping[str, Any]) -> dict[str, Any]:

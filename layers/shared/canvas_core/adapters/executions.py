@@ -38,7 +38,7 @@ class Executions:
                 # Started already (a retried request): its ARN, as Step Functions names executions.
                 return f"{self.state_machine_arn.replace(':stateMachine:', ':execution:')}:{run_id}"
             raise StorageError(f"StartExecution failed: {exc.response.get('Error', {}).get('Code')}") from exc
-        return response["executionArn"]
+        return str(response["executionArn"])
 
     def send_task_success(self, task_token: str, output: dict[str, Any]) -> bool:
         """Resume a parked task. False when the task is no longer waiting (already resumed, or timed out)."""

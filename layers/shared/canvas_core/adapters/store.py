@@ -334,7 +334,7 @@ class Store:
                 request = response.get("UnprocessedKeys") or None
         return found
 
-    def update_node(self, canvas_id: str, block_id: str, expect_status: list[str] | None = None, **fields) -> bool:
+    def update_node(self, canvas_id: str, block_id: str, expect_status: list[str] | None = None, **fields: Any) -> bool:
         """Update a node's fields; with `expect_status`, only from one of those statuses (False otherwise)."""
         names = {f"#{k}": k for k in fields}
         sets = ", ".join(f"#{k} = :{k}" for k in fields)

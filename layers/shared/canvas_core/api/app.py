@@ -45,13 +45,18 @@ RETRY_AFTER_STATUSES = frozenset({429})
 _VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
 
-def error_response(status_code: int, message: str, retry_after_seconds: int | None = None) -> Response:
+def error_response(status_code: int, message: str, retry_after_seconds: int | None = None) -> Response[Any]:
     return Response(
         status_code=status_code,
         content_type=content_types.APPLICATION_JSON,
         body={"success": False, "error": message},
         headers={"Retry-After": str(retry_after_seconds)} if retry_after_seconds is not None else None,
     )
+
+
+def refused_response(exc: ServiceError) -> Response[Any]:
+    logger.info("Request refused", extra={"status": exc.status_code, "error": exc.message})
+    return error_response(exc.status_code, exc.message, exc.retry_after_seconds)
 
 
 def ok(data: BaseModel, exclude_none: bool = True) -> dict[str, Any]:
@@ -123,9 +128,10 @@ class Resolver(APIGatewayRestResolver):
 
     def __init__(self) -> None:
         super().__init__(enable_validation=True)
-        self._request_validation_middleware = _RequestValidation()
+        # Powertools leaves the middleware's constructor unannotated.
+        self._request_validation_middleware = _RequestValidation()  # type: ignore[no-untyped-call]
 
-    def _to_proxy_event(self, event: dict) -> BaseProxyEvent:
+    def _to_proxy_event(self, event: dict[str, Any]) -> BaseProxyEvent:
         self._own_event = _ProxyEvent(event, self._json_body_deserializer)
         return self._own_event
 
@@ -141,7 +147,7 @@ class Resolver(APIGatewayRestResolver):
     def current_event(self, value: BaseProxyEvent) -> None:
         self._own_event = value
 
-    @property  # type: ignore[override]
+    @property
     def lambda_context(self) -> Any:
         return self._own_lambda_context
 
@@ -174,37 +180,36 @@ def create_app() -> APIGatewayRestResolver:
     api_settings()  # read when the function starts: a bad setting fails it there, not a request
     app = Resolver()
 
-    @app.exception_handler(ServiceError)
-    def handle_service_error(exc: ServiceError) -> Response:
-        logger.info("Request refused", extra={"status": exc.status_code, "error": exc.message})
-        return error_response(exc.status_code, exc.message, exc.retry_after_seconds)
+    @app.exception_handler(ServiceError)  # type: ignore[untyped-decorator]
+    def handle_service_error(exc: ServiceError) -> Response[Any]:
+        return refused_response(exc)
 
-    @app.exception_handler(RequestValidationError)
-    def handle_validation_error(exc: RequestValidationError) -> Response:
+    @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
+    def handle_validation_error(exc: RequestValidationError) -> Response[Any]:
         # Parameters and bodies are validated before the route runs; authentication still answers first (docs/api.md).
         try:
             caller_account(app)
         except ServiceError as refused:
-            return handle_service_error(refused)
+            return refused_response(refused)
         errors = list(exc.errors())
         # A request model's validator refused the request with the contract's status and text.
         refused_by_model = refusal(errors)
         if refused_by_model is not None:
-            return handle_service_error(refused_by_model)
+            return refused_response(refused_by_model)
         # A malformed id in the path answers the contract's text, unless something else is wrong too.
         problems = [e for e in errors if not _malformed_id(e)]
         if not problems:
-            return handle_service_error(InvalidUuidError(str(errors[0]["loc"][-1]), errors[0]["input"]))
+            return refused_response(InvalidUuidError(str(errors[0]["loc"][-1]), errors[0]["input"]))
         listed = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in problems)
         return error_response(400, f"Invalid request: {listed}")
 
-    @app.exception_handler(RouteNotFoundError)
-    def handle_unknown_route(_: RouteNotFoundError) -> Response:
+    @app.exception_handler(RouteNotFoundError)  # type: ignore[untyped-decorator]
+    def handle_unknown_route(_: RouteNotFoundError) -> Response[Any]:
         event = app.current_event
         return error_response(404, f"Not found: {event.http_method} {event.path}")
 
-    @app.exception_handler(Exception)
-    def handle_unexpected(exc: Exception) -> Response:
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
+    def handle_unexpected(exc: Exception) -> Response[Any]:
         logger.exception("Unexpected error")
         return error_response(500, "Internal server error")
 

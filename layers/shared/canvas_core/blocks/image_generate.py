@@ -9,7 +9,7 @@ has a label and numbers per row, else a title card.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import input_tables, request, sources, store, title
@@ -59,7 +59,7 @@ def run(ctx: BlockContext) -> BlockOutput:
 def image_model(provider: Any) -> ImageModel | None:
     """The image model at hand: the provider's own, else Bedrock's when configured, else none."""
     if callable(getattr(provider, "generate_image", None)):
-        return provider
+        return cast(ImageModel, provider)
     settings = provider_settings()
     if settings.image_model_id and settings.model_provider == "bedrock":
         return BedrockImageModel(settings.image_model_id)

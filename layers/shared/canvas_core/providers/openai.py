@@ -103,7 +103,8 @@ class OpenAIProvider:
         request = urllib.request.Request(f"{self.base_url}/chat/completions", data=body, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
-                return json.loads(response.read())
+                answer: dict[str, Any] = json.loads(response.read())
+                return answer
         except urllib.error.HTTPError as exc:
             raise self._error(exc, model_id) from exc
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
