@@ -33,32 +33,11 @@ SAM_STATE_MACHINE = "AWS::Serverless::StateMachine"
 LAMBDA_FUNCTIONS = {"AWS::Serverless::Function", "AWS::Lambda::Function"}
 
 
-class CfnLoader(yaml.SafeLoader):
-    """A SafeLoader that also reads CloudFormation short tags (`!Ref X` becomes {"Ref": "X"})."""
-
-
-def _construct_cfn_tag(loader: CfnLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-        if suffix == "GetAtt":
-            value = value.split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    key = suffix if suffix in ("Ref", "Condition") else f"Fn::{suffix}"
-    return {key: value}
-
-
-CfnLoader.add_multi_constructor("!", _construct_cfn_tag)
-
-
 def load_template(path: Path) -> dict[str, Any]:
     """Reads a CloudFormation/SAM template, short tags included, its Fn::ForEach loops expanded."""
-    from canvas_local.template import expand_for_each
+    from canvas_local.template import expand_for_each, load_yaml
 
-    with path.open(encoding="utf-8") as stream:
-        return expand_for_each(yaml.load(stream, Loader=CfnLoader))
+    return expand_for_each(load_yaml(path))
 
 
 def state_machines(template: dict[str, Any], template_dir: Path) -> dict[Path, tuple[str, dict[str, Any]]]:
