@@ -108,8 +108,7 @@ _.backend_locks
 _.uninstall_caches
 _.handler_attributes
 
-# Unused outside the tests, in modules being reworked elsewhere now; to remove with that work.
+# Used only by the tests.
 _.put_run  # adapters/store.py: the tests seed runs with it
 _.put_canvas  # adapters/store.py: the tests seed canvases with it
-_.model_provider  # config.py: Settings.model_provider is never read (MODEL_PROVIDER is read by providers/)
 _.unique_path  # canvas_local/client/downloads.py: only its unit test calls it
