@@ -100,6 +100,9 @@ class Script:
         self.attempts: dict[str, int] = {}
         self.started: dict[str, float] = {}
         self.finished: dict[str, float] = {}
+        # The process's CPU time (every thread) at the same instants: the CPU a canvas's makespan cost.
+        self.cpu_started: dict[str, float] = {}
+        self.cpu_finished: dict[str, float] = {}
         self._released = threading.Event()
         self._lock = threading.Lock()
 
@@ -108,6 +111,7 @@ class Script:
         with self._lock:
             attempt = self.attempts[ctx.node.block_id] = self.attempts.get(ctx.node.block_id, 0) + 1
             self.started.setdefault(ctx.node.block_id, time.monotonic())
+            self.cpu_started.setdefault(ctx.node.block_id, time.process_time())
         if block.hang:
             self._released.wait(600)
             return BlockOutput(content=f"{ctx.node.name} came back late")
@@ -117,6 +121,7 @@ class Script:
             raise BlockRetryableError(f"{ctx.node.name} failed once on purpose")
         time.sleep(block.seconds)
         self.finished[ctx.node.block_id] = time.monotonic()
+        self.cpu_finished[ctx.node.block_id] = time.process_time()
         return BlockOutput(content=f"{ctx.node.name} done after {block.seconds}s")
 
     def release(self) -> None:

@@ -22,37 +22,45 @@ the newest ended executions, once each ending has been delivered. The ending its
 the interpreter's one "terminated" callback, so nothing has to poll.
 
 Costs moto pays on every request or execution are paid once instead: its server lists moto's own package
-folders and tries every service's URL pattern to route each request (under one lock for all requests), its
-interpreter parses the ASL definition with ANTLR for every execution (the parsed program holds no
-execution state: that lives in each execution's environment) and builds a new JSONPath parser for every path it
-evaluates, its DynamoDB writes tokenize and parse the same UpdateExpression two or three times each, and its
-DynamoDB answers walk every attribute value of every item against the service model (they are stored in the
-wire form already, so they are copied as they are). A DynamoDB query on a table's own key reads
+folders and tries every service's URL pattern to route each request (under one lock for all requests), and lists
+a handler's methods to find each request's action; its interpreter parses the ASL definition with ANTLR for every
+execution (the parsed program holds no execution state: that lives in each execution's environment), builds a
+new JSONPath parser for every path it evaluates, copies state data with deepcopy's generic protocol and starts
+MaxConcurrency workers for a Map of fewer items; its DynamoDB writes tokenize and parse the same UpdateExpression
+and ConditionExpression two or three times each, validate an UpdateExpression with ten walks over a deep copy of
+its tree (some that cannot change it) and copy items through `copy.deepcopy` value by value, and its DynamoDB
+answers walk every attribute value of every item against the service model (they are stored in the wire form
+already, so they are copied as they are). A DynamoDB query on a table's own key reads
 only its partition, where moto sorts every item of the table, so a stack that has stored many runs stays
 as fast as a new one.
 
-tests/unit/test_moto_patch.py fails when a moto upgrade moves or reshapes any of these seams.
+tests/unit/test_moto_patch.py, test_moto_fast_paths.py and test_moto_expression_paths.py fail when a moto
+upgrade moves or reshapes any of these seams, and compare what each shortcut answers with moto's own code.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import copyreg
 import functools
 import inspect
 import json
 import threading
 import urllib.request
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
 from moto import backends as moto_backends
+from moto.core import responses as moto_responses
 from moto.core.responses import BaseResponse
 from moto.core.serialize import JSONSerializer
-from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.comparisons import ConditionExpressionParser, get_filter_expression
 from moto.dynamodb.exceptions import (
     MultipleTransactionsException,
     TooManyTransactionsException,
@@ -60,14 +68,44 @@ from moto.dynamodb.exceptions import (
     TransactWriteSingleOpException,
 )
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DDBType, DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.parsing import validators as ddb_validators
+from moto.dynamodb.parsing.ast_nodes import (
+    DepthFirstTraverser,
+    Node,
+    UpdateExpressionAddAction,
+    UpdateExpressionDeleteAction,
+    UpdateExpressionFunction,
+    UpdateExpressionPath,
+    UpdateExpressionRemoveAction,
+    UpdateExpressionSetAction,
+)
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.s3.responses import S3Response
 from moto.stepfunctions.parser import utils as sfn_utils
 from moto.stepfunctions.parser.api import ExecutionStatus
 from moto.stepfunctions.parser.asl.component.common.path import result_path as sfn_result_path
+from moto.stepfunctions.parser.asl.component.common.string import string_expression as sfn_string_expression
+from moto.stepfunctions.parser.asl.component.state.exec import execute_state as sfn_execute_state
+from moto.stepfunctions.parser.asl.component.state.exec.state_map import state_map as sfn_state_map
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import job as sfn_job
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (
+    DistributedIterationComponentEvalInput,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.inline_iteration_component import (
+    InlineIterationComponent,
+    InlineIterationComponentEvalInput,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.job import JobPool
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+    state_task_service as sfn_state_task_service,
+)
+from moto.stepfunctions.parser.asl.eval import environment as sfn_environment
+from moto.stepfunctions.parser.asl.eval import states as sfn_states
+from moto.stepfunctions.parser.asl.eval.event import event_manager as sfn_event_manager
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
@@ -409,11 +447,33 @@ _QUERY_SIGNATURE = inspect.signature(_ORIGINAL_QUERY)
 _ORIGINAL_JSON_PATH_PARSE = sfn_json_path.parse
 _ORIGINAL_RESULT_PATH_PARSE = sfn_result_path.parse
 _ORIGINAL_JSON_STRUCTURE = JSONSerializer._serialize_type_structure
+_ORIGINAL_JSON_MAP = JSONSerializer._serialize_type_map
 _ORIGINAL_UPDATE_EXPRESSION_MAKE = UpdateExpressionParser.make
+_ORIGINAL_VALIDATOR_INIT = ddb_validators.Validator.__init__
+_ORIGINAL_VALIDATE = ddb_validators.Validator.validate
+_ORIGINAL_NODES_TO_BE_PROCESSED = DepthFirstTraverser.nodes_to_be_processed
+_ORIGINAL_METHOD_NAMES = moto_responses.method_names_from_class
+_ORIGINAL_TRAVERSE = DepthFirstTraverser.traverse_node_recursively
+_ORIGINAL_CONDITION_PARSE = ConditionExpressionParser.parse
+_ORIGINAL_ITEM_DEEPCOPY = Item.__deepcopy__
+_ORIGINAL_LAUNCH_WORKER = InlineIterationComponent._launch_worker
+# The interpreter's modules that copy state data (inputs, results, the stack, values picked by a path) with deepcopy.
+INTERPRETER_COPYING_MODULES = (
+    sfn_states,
+    sfn_environment,
+    sfn_execute_state,
+    sfn_string_expression,
+    sfn_result_path,
+    sfn_state_map,
+    sfn_job,
+    sfn_state_task_service,
+    sfn_event_manager,
+)
 
 
 def install_caches() -> None:
-    """Process-wide and idempotent: route lookups, ASL parses and JSONPath parses remembered, queries by
+    """Process-wide and idempotent: route lookups, handler methods, ASL, JSONPath, update and condition expression
+    parses remembered, update expressions validated without needless walks, state data copied as JSON, queries by
     partition, DynamoDB attribute values answered as they are stored."""
     modules = tuple(_ORIGINAL_LIST_MODULES())
     moto_backends.list_of_moto_modules = lambda: modules
@@ -423,7 +483,18 @@ def install_caches() -> None:
     sfn_json_path.parse = _json_path_once
     sfn_result_path.parse = _result_path_once
     JSONSerializer._serialize_type_structure = _serialize_structure  # type: ignore[method-assign]
+    JSONSerializer._serialize_type_map = _serialize_map  # type: ignore[method-assign]
     UpdateExpressionParser.make = classmethod(_update_expression_once)  # type: ignore[method-assign]
+    ddb_validators.Validator.__init__ = _validator_init  # type: ignore[method-assign]
+    ddb_validators.Validator.validate = _validate  # type: ignore[method-assign]
+    DepthFirstTraverser.nodes_to_be_processed = _nodes_to_be_processed  # type: ignore[method-assign]
+    DepthFirstTraverser.traverse_node_recursively = _traverse  # type: ignore[method-assign]
+    ConditionExpressionParser.parse = _parse_condition  # type: ignore[method-assign]
+    moto_responses.method_names_from_class = _method_names
+    Item.__deepcopy__ = _copy_item  # type: ignore[method-assign]
+    InlineIterationComponent._launch_worker = _launch_worker_with_work  # type: ignore[method-assign]
+    for module in INTERPRETER_COPYING_MODULES:
+        module.copy = _JSON_COPY  # type: ignore[attr-defined]
 
 
 def uninstall_caches() -> None:
@@ -434,7 +505,18 @@ def uninstall_caches() -> None:
     sfn_json_path.parse = _ORIGINAL_JSON_PATH_PARSE
     sfn_result_path.parse = _ORIGINAL_RESULT_PATH_PARSE
     JSONSerializer._serialize_type_structure = _ORIGINAL_JSON_STRUCTURE  # type: ignore[method-assign]
+    JSONSerializer._serialize_type_map = _ORIGINAL_JSON_MAP  # type: ignore[method-assign]
     UpdateExpressionParser.make = classmethod(_ORIGINAL_UPDATE_EXPRESSION_MAKE.__func__)  # type: ignore[method-assign]
+    ddb_validators.Validator.__init__ = _ORIGINAL_VALIDATOR_INIT  # type: ignore[method-assign]
+    ddb_validators.Validator.validate = _ORIGINAL_VALIDATE  # type: ignore[method-assign]
+    DepthFirstTraverser.nodes_to_be_processed = _ORIGINAL_NODES_TO_BE_PROCESSED  # type: ignore[method-assign]
+    DepthFirstTraverser.traverse_node_recursively = _ORIGINAL_TRAVERSE  # type: ignore[method-assign]
+    ConditionExpressionParser.parse = _ORIGINAL_CONDITION_PARSE  # type: ignore[method-assign]
+    moto_responses.method_names_from_class = _ORIGINAL_METHOD_NAMES
+    Item.__deepcopy__ = _ORIGINAL_ITEM_DEEPCOPY  # type: ignore[method-assign]
+    InlineIterationComponent._launch_worker = _ORIGINAL_LAUNCH_WORKER  # type: ignore[method-assign]
+    for module in INTERPRETER_COPYING_MODULES:
+        module.copy = copy  # type: ignore[attr-defined]
 
 
 # jsonpath_ng builds a new yacc parser for every parse; a parsed path holds no data, so one serves all.
@@ -459,6 +541,401 @@ def _update_expression_once(cls: type, expression: str) -> Any:
     return _parsed_update_expression(expression)
 
 
+# moto's UpdateExpression validator deep-copies the parsed tree (its processors replace nodes in place), then walks
+# the copy once per processor, ten walks per write. The copy is made node by node here, as deepcopy would make it.
+# Walks that cannot change the tree or raise for this expression are left out, each for a reason that holds for
+# every write with it:
+# - the first processors check the expression alone (one SET, ADD or REMOVE clause each; no path twice; no key
+#   attribute updated): they depend on the tree, the attribute names and the table's keys, and raise or pass the
+#   same way every time, so a tree that passed them with the same names and keys skips them (two of them searched
+#   the whole tree again at every clause node: most of a write's cost);
+# - the function evaluator works on if_not_exists and list_append, which a tree without functions lacks;
+# - the check for paths missing from the item looks at what resolving the values' paths left; a tree whose
+#   values hold no path (nor function) leaves nothing to look at;
+# - the checks of SET against the table's key attributes (type, empty value) compare the first name of each SET
+#   path with the table's attributes; when none of those names is one, neither can raise.
+_EXPRESSION_ONLY = (
+    ddb_validators.ActionCountValidator,
+    ddb_validators.OverlappingPathsValidator,
+    ddb_validators.UpdateHashRangeKeyValidator,
+)
+_ACTIONS = (
+    UpdateExpressionSetAction,
+    UpdateExpressionAddAction,
+    UpdateExpressionRemoveAction,
+    UpdateExpressionDeleteAction,
+)
+
+
+@dataclass
+class _ExpressionFacts:
+    has_function: bool
+    has_value_path: bool
+    set_names: frozenset[str] | None  # None: a SET path of a shape the facts do not cover
+    passed: set[tuple[Any, ...]] = field(default_factory=set)
+
+
+_expression_facts: weakref.WeakKeyDictionary[Node, _ExpressionFacts] = weakref.WeakKeyDictionary()
+
+
+def _facts_of(expression: Node) -> _ExpressionFacts:
+    facts = _expression_facts.get(expression)
+    if facts is None:
+        facts = _expression_facts[expression] = _read_facts(expression)
+    return facts
+
+
+def _read_facts(expression: Node) -> _ExpressionFacts:
+    has_function = has_value_path = False
+    set_names: set[str] | None = set()
+    pending: list[tuple[Any, Any, int]] = [(expression, None, -1)]
+    while pending:
+        node, parent, index = pending.pop()
+        if not isinstance(node, Node):
+            continue
+        if isinstance(node, UpdateExpressionFunction):
+            has_function = True
+        elif isinstance(node, UpdateExpressionPath) and not (isinstance(parent, _ACTIONS) and index == 0):
+            has_value_path = True
+        if isinstance(node, UpdateExpressionSetAction) and set_names is not None:
+            try:
+                name = node.children[0].children[0].children[0]
+            except (AttributeError, IndexError, TypeError):
+                name = None
+            if isinstance(name, str):
+                set_names.add(name)
+            else:
+                set_names = None
+        pending.extend((child, node, i) for i, child in enumerate(node.children or ()))
+    return _ExpressionFacts(has_function, has_value_path, frozenset(set_names) if set_names is not None else None)
+
+
+def _needless(processor: DepthFirstTraverser, facts: _ExpressionFacts) -> bool:
+    kind = type(processor)
+    if kind is ddb_validators.UpdateExpressionFunctionEvaluator:
+        return not facts.has_function
+    if kind is ddb_validators.NoneExistingPathChecker:
+        return not facts.has_function and not facts.has_value_path
+    if kind is ddb_validators.TypeMismatchValidator and facts.set_names is not None:
+        return facts.set_names.isdisjoint(d["AttributeName"] for d in processor.key_attributes_type)
+    if kind is ddb_validators.EmptyStringKeyValueValidator and facts.set_names is not None:
+        return facts.set_names.isdisjoint(processor.key_attributes)
+    return False
+
+
+def _validator_init(
+    self: ddb_validators.Validator,
+    expression: Node,
+    expression_attribute_names: dict[str, str],
+    expression_attribute_values: dict[str, dict[str, Any]],
+    item: Any,
+    table: Table,
+) -> None:
+    self.expression_attribute_names = expression_attribute_names
+    self.expression_attribute_values = expression_attribute_values
+    self.item = item
+    self.table = table
+    self.processors = self.get_ast_processors()
+    self.node_to_validate = _copy_tree(expression)
+    self._expression = expression  # type: ignore[attr-defined]
+
+
+def _validate(self: ddb_validators.Validator) -> Node:
+    expression = getattr(self, "_expression", None)
+    if type(self) is not ddb_validators.UpdateExpressionValidator or expression is None:
+        return _ORIGINAL_VALIDATE(self)
+    facts = _facts_of(expression)
+    names = self.expression_attribute_names
+    key = (tuple(names.items()) if names else (), tuple(self.table.table_key_attrs))
+    processors = self.processors
+    leading = 0
+    while leading < len(processors) and type(processors[leading]) in _EXPRESSION_ONLY:
+        leading += 1
+    node = self.node_to_validate
+    if key not in facts.passed:
+        for processor in processors[:leading]:
+            node = processor.traverse(node)
+        facts.passed.add(key)
+    for processor in processors[leading:]:
+        if not _needless(processor, facts):
+            node = processor.traverse(node)
+    return node
+
+
+def _copy_tree(expression: Any) -> Any:
+    """What `copy.deepcopy` makes of a parsed expression, without its generic per-object protocol: every node
+    copied with its attributes, leaves (text, numbers) shared as deepcopy shares them. Anything else (a node with
+    other attributes, a parent outside the tree) goes to deepcopy."""
+    if not isinstance(expression, Node) or expression.parent is not None:
+        return copy.deepcopy(expression)
+    copies: dict[int, Node] = {}
+    try:
+        return _copy_node(expression, None, copies)
+    except _NotPlain:
+        return copy.deepcopy(expression)
+
+
+class _NotPlain(Exception):
+    pass
+
+
+_NODE_ATTRIBUTES = frozenset({"type", "children", "parent"})
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_node(node: Node, parent: Node | None, copies: dict[int, Node]) -> Node:
+    attributes = node.__dict__
+    if attributes.keys() != _NODE_ATTRIBUTES or id(node) in copies:
+        raise _NotPlain
+    copied = object.__new__(type(node))
+    copies[id(node)] = copied
+    children = attributes["children"]
+    copied.__dict__ = {"type": attributes["type"], "children": children, "parent": parent}
+    if children is not None:
+        copied_children = []
+        for child in children:
+            kind = type(child)
+            if kind in _LEAVES:
+                copied_children.append(child)
+            elif _is_node_type(kind) and child.parent is node:
+                copied_children.append(_copy_node(child, copied, copies))
+            else:
+                raise _NotPlain
+        copied.__dict__["children"] = copied_children
+    return copied
+
+
+_processed_kinds: dict[type, tuple[type, ...]] = {}
+
+
+def _nodes_to_be_processed(self: DepthFirstTraverser) -> tuple[type, ...]:
+    # moto builds a processor's map of node kinds (bound methods and all) again at every node it visits; the kinds
+    # are the keys of a literal in each processor class.
+    kinds = _processed_kinds.get(type(self))
+    if kinds is None:
+        kinds = _processed_kinds[type(self)] = _ORIGINAL_NODES_TO_BE_PROCESSED(self)
+    return kinds
+
+
+# Whether an object of a type is a Node, and whether a processor processes nodes of a type: moto asks with
+# isinstance on abstract classes (a Python-level check each time) at every node of every walk. No class is
+# registered as a virtual subclass of these, so the answer is one per type.
+_node_types: dict[type, bool] = {}
+_processed_types: dict[tuple[type, type], bool] = {}
+
+
+def _is_node_type(kind: type) -> bool:
+    is_node = _node_types.get(kind)
+    if is_node is None:
+        is_node = _node_types[kind] = issubclass(kind, Node)
+    return is_node
+
+
+def _traverse(self: DepthFirstTraverser, node: Any, child_id: int = -1) -> Any:
+    """moto's `DepthFirstTraverser.traverse_node_recursively`, with its type checks answered once per type."""
+    kind = type(node)
+    if _is_node_type(kind):
+        parent_node = node.parent
+        if node.children is not None:
+            for i, child_node in enumerate(node.children):
+                self.pre_processing_of_child(node, i)
+                self.traverse_node_recursively(child_node, i)
+        processed = _processed_types.get((type(self), kind))
+        if processed is None:
+            processed = _processed_types[(type(self), kind)] = isinstance(node, self.nodes_to_be_processed())
+        if processed:
+            node = self.process(node)
+            node.parent = parent_node
+            if parent_node:
+                parent_node.children[child_id] = node
+    return node
+
+
+# A conditional write's ConditionExpression is parsed two or three times in one request (the request's
+# validation, a transaction's check, the write), and the same conditions come back request after request. A parse
+# depends on the expression, the attribute names and the values it names (a value's placeholder is in its text),
+# so it is remembered under those; its result, which evaluation only reads, is shared. No names or values at all
+# (None, or an empty dict moto makes up) are the same to an expression that parsed without them.
+_CONDITION_PARSES = 1024
+_condition_parses: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _parse_condition(self: ConditionExpressionParser) -> Any:
+    expression = self.condition_expression
+    names, values = self.expression_attribute_names, self.expression_attribute_values
+    try:
+        key = (
+            expression,
+            tuple(names.items()) if names else (),
+            tuple((name, repr(value)) for name, value in values.items() if name in expression) if values else (),
+        )
+        parsed = _condition_parses.get(key)
+    except (AttributeError, TypeError):  # not text, or not dicts: moto's own parse says what it makes of them
+        return _ORIGINAL_CONDITION_PARSE(self)
+    if parsed is not None:
+        op, names_found, values_found = parsed
+        self.expr_attr_names_found.extend(names_found)
+        self.expr_attr_values_found.extend(values_found)
+        return op
+    op = _ORIGINAL_CONDITION_PARSE(self)
+    while len(_condition_parses) >= _CONDITION_PARSES:
+        with contextlib.suppress(StopIteration, KeyError, RuntimeError):
+            del _condition_parses[next(iter(_condition_parses))]
+    _condition_parses[key] = (op, tuple(self.expr_attr_names_found), tuple(self.expr_attr_values_found))
+    return op
+
+
+def copy_json(value: Any) -> Any:
+    """What `copy.deepcopy` makes of JSON-shaped data (dicts with text keys, lists, text, numbers, booleans,
+    None), built directly: moto's interpreter copies every state's input, result and picked values this way, and
+    deepcopy's generic protocol was most of that cost. Anything else, and data holding one container twice (which
+    deepcopy copies once), goes to deepcopy."""
+    kind = type(value)
+    if kind in _JSON_ATOMS:
+        return value
+    if kind is dict or kind is list:
+        try:
+            return _copy_container(value, set())
+        except _NotPlain:
+            pass
+    elif _is_plain_class(kind):
+        attributes = getattr(value, "__dict__", None)
+        if attributes is not None and all(type(v) in _JSON_ATOMS for v in attributes.values()):
+            # An object of a class without copy customisations, holding only text, numbers and the like (the
+            # interpreter's program state): deepcopy makes a new one with the same attributes.
+            copied = object.__new__(kind)
+            copied.__dict__.update(attributes)
+            return copied
+    return copy.deepcopy(value)
+
+
+_JSON_ATOMS = frozenset({str, int, float, bool, type(None)})
+_plain_classes: dict[type, bool] = {}
+
+
+def _is_plain_class(kind: type) -> bool:
+    plain = _plain_classes.get(kind)
+    if plain is None:
+        plain = _plain_classes[kind] = (
+            kind.__new__ is object.__new__
+            and kind.__reduce_ex__ is object.__reduce_ex__
+            and kind.__reduce__ is object.__reduce__
+            and kind.__getstate__ is object.__getstate__
+            and not hasattr(kind, "__deepcopy__")
+            and not hasattr(kind, "__setstate__")
+            and kind not in copyreg.dispatch_table
+            and not any(vars(base).get("__slots__") for base in kind.__mro__)  # abc.ABC's are empty
+        )
+    return plain
+
+
+def _copy_container(value: Any, seen: set[int]) -> Any:
+    if id(value) in seen:
+        raise _NotPlain
+    seen.add(id(value))
+    if type(value) is dict:
+        copied: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            kind = type(item)
+            if kind in _JSON_ATOMS:
+                copied[key] = item
+            elif kind is dict or kind is list:
+                copied[key] = _copy_container(item, seen)
+            else:
+                raise _NotPlain
+        return copied
+    items = []
+    for item in value:
+        kind = type(item)
+        if kind in _JSON_ATOMS:
+            items.append(item)
+        elif kind is dict or kind is list:
+            items.append(_copy_container(item, seen))
+        else:
+            raise _NotPlain
+    return items
+
+
+class _JsonCopy:
+    """The `copy` module as the interpreter's modules see it once patched: `deepcopy` is `copy_json`."""
+
+    @staticmethod
+    def deepcopy(value: Any, memo: Any = None) -> Any:
+        return copy.deepcopy(value, memo) if memo is not None else copy_json(value)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+
+_JSON_COPY = _JsonCopy()
+
+
+# An inline Map starts MaxConcurrency workers (a thread and an environment frame each) whatever its number of
+# items: 40 for a canvas of three blocks, twice (one Map for the blocks without inputs, one for the others). A
+# worker takes items until none is left; one started when every item is taken ends at once, so the workers past
+# the number of items are not started. Items are taken and run as before: at most MaxConcurrency at once.
+_workers_started: weakref.WeakKeyDictionary[JobPool, int] = weakref.WeakKeyDictionary()
+
+
+def _launch_worker_with_work(self: InlineIterationComponent, env: Any, eval_input: Any, job_pool: JobPool) -> Any:
+    inline = isinstance(eval_input, InlineIterationComponentEvalInput)
+    if inline and not isinstance(eval_input, DistributedIterationComponentEvalInput):
+        started = _workers_started.get(job_pool, 0)
+        if started >= len(eval_input.input_items):
+            return None
+        _workers_started[job_pool] = started + 1
+    return _ORIGINAL_LAUNCH_WORKER(self, env=env, eval_input=eval_input, job_pool=job_pool)
+
+
+def _copy_item(self: Item, memo: dict[int, Any]) -> Item:
+    """moto's `Item.__deepcopy__` (a write copies the item it changes once or twice), with each value copied as
+    moto's `DynamoType.__deepcopy__` copies it but without going through `copy.deepcopy` for every one of them."""
+    if id(self) in memo:
+        return memo[id(self)]  # type: ignore[no-any-return]
+    result = self.__class__.__new__(self.__class__)
+    memo[id(self)] = result
+    result.hash_key = _copy_value(self.hash_key, memo)
+    result.range_key = _copy_value(self.range_key, memo)
+    attributes = LimitedSizeDict.__new__(LimitedSizeDict)
+    dict.__init__(attributes)
+    for key, value in self.attrs.items():
+        dict.__setitem__(attributes, key, _copy_value(value, memo))
+    result.attrs = attributes
+    return result
+
+
+_SETS = frozenset({DDBType.STRING_SET, DDBType.NUMBER_SET, DDBType.BINARY_SET})
+
+
+def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
+    if type(value) is not DynamoType:
+        return copy.deepcopy(value, memo)
+    copied = memo.get(id(value))
+    if copied is not None:
+        return copied
+    copied = DynamoType.__new__(DynamoType)
+    memo[id(value)] = copied
+    kind, inner = value.type, value.value
+    copied.type = kind
+    if kind == DDBType.LIST:
+        copied.value = [_copy_value(v, memo) for v in inner]
+    elif kind == DDBType.MAP:
+        copied.value = {k: _copy_value(v, memo) for k, v in inner.items()}
+    elif kind in _SETS:
+        copied.value = list(inner)
+    else:
+        copied.value = inner
+    return copied
+
+
+# moto lists the methods of a request's handler class (inspect.getmembers) on every request to find the action.
+@functools.lru_cache(maxsize=256)
+def _method_names(clazz: object) -> list[str]:
+    return _ORIGINAL_METHOD_NAMES(clazz)
+
+
 _ATTRIBUTE_VALUE = "AttributeValue"
 _STRINGS = ("S", "N")
 _STRING_LISTS = ("SS", "NS")
@@ -475,6 +952,24 @@ def _serialize_structure(self: JSONSerializer, serialized: Any, value: Any, shap
             serialized[self.get_serialized_name(shape, key)] = plain
             return
     _ORIGINAL_JSON_STRUCTURE(self, serialized, value, shape, key)
+
+
+def _serialize_map(self: JSONSerializer, serialized: Any, value: Any, shape: Any, key: str) -> None:
+    # An item is a map of attribute values: each is answered as stored (see above) without going through moto's
+    # serializer per entry; a map holding anything else goes to moto's serializer whole.
+    value_shape = shape.value
+    is_item = value_shape.name == _ATTRIBUTE_VALUE and self.service_model.service_name == "dynamodb"
+    if is_item and isinstance(value, dict):
+        entries = {}
+        for name, entry in value.items():
+            plain = _attribute_value(self, entry) if name else None  # moto's serializer treats "" its own way
+            if plain is None:
+                break
+            entries[self.get_serialized_name(value_shape, name)] = plain
+        else:
+            self._default_serialize(serialized, entries, shape, key)
+            return
+    _ORIGINAL_JSON_MAP(self, serialized, value, shape, key)
 
 
 def _attribute_value(serializer: JSONSerializer, value: Any) -> dict[str, Any] | None:

@@ -8,6 +8,13 @@ serves the connections, the kernel's listen queue is deep, and nothing is create
 The stack's own boto3 clients (handlers, stack, watcher) do not need the socket at all: `serve_in_process`
 hands their requests to the same app in the calling thread, which saves the HTTP round trip and the two thread
 handoffs of every call. The server stays for everyone else (presigned URLs, other processes).
+
+A call to DynamoDB, Step Functions, SQS or EventBridge is answered even earlier, as soon as botocore has serialized
+it (`before-call`), when moto would take its default account and region from the request's signature anyway (the
+client's region is moto's default and its access key is not one moto reads from a signature: the stack's clients
+use "testing"). Nothing else in moto reads the signature, user agent or retry headers, so botocore's signing,
+request building and retry loop are skipped; the answer is parsed as botocore's endpoint parses it (DynamoDB's
+attribute values built directly, as its parser would build them).
 """
 
 from __future__ import annotations
@@ -22,14 +29,22 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from botocore.awsrequest import AWSResponse
+from botocore.endpoint import convert_to_response_dict
 from botocore.exceptions import ClientError
+from botocore.httpchecksum import handle_checksum_body
+from botocore.parsers import JSONParser, ResponseParserFactory
 from moto.core.botocore_stubber import MockRawResponse
-from moto.core.request import Request
+from moto.core.request import PRESERVED_HEADER_NAMES_ENVIRON_KEY, Request
+from moto.core.responses import BaseResponse
 from moto.dynamodb.responses import DynamoHandler
+from moto.events.responses import EventsHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from moto.sqs.responses import SQSResponse
 from moto.stepfunctions.responses import StepFunctionResponse
 from urllib3 import HTTPHeaderDict
 from werkzeug.serving import BaseWSGIServer
+
+from canvas_local import priority
 
 LOG = logging.getLogger(__name__)
 
@@ -82,10 +97,12 @@ class MotoServer:
         endpoint in the calling thread, through the same app and locks; other endpoints are left alone."""
         if self._server is None or self._in_process is None:
             raise RuntimeError("moto's server is not started")
+        session.events.register("before-call", self._in_process.answer_call)
         session.events.register("before-send", self._in_process)
         self._sessions.append(session)
 
     def stop_serving_in_process(self, session: Any) -> None:
+        session.events.unregister("before-call", self._in_process.answer_call)
         session.events.unregister("before-send", self._in_process)
         if session in self._sessions:
             self._sessions.remove(session)
@@ -119,14 +136,60 @@ class MotoServer:
 
 class InProcessTransport:
     """A botocore `before-send` handler: a request for moto's endpoint is answered by moto's WSGI app in the
-    calling thread, with the environ werkzeug's server would have built; any other request goes on as usual."""
+    calling thread, with the environ werkzeug's server would have built; any other request goes on as usual.
+    `answer_call`, a `before-call` handler, answers the calls to moto's JSON services before a request is built."""
 
     def __init__(self, app: Any, host: str, port: int):
         self._app = app
         self._host, self._port = host, str(port)
         self._prefix = f"http://{host}:{port}"
+        self._root = f"{self._prefix}/"
         self._served = itertools.count()
+        self._parsers = ResponseParserFactory()
         self.served = 0
+
+    def answer_call(
+        self,
+        model: Any,
+        params: dict[str, Any],
+        context: dict[str, Any],
+        request_signer: Any = None,
+        event_name: str = "",
+        **_: Any,
+    ) -> tuple[AWSResponse, dict[str, Any]] | None:
+        """The HTTP response and the parsed answer of a call to one of moto's JSON services at its endpoint (what
+        botocore's endpoint would return for it), or None for botocore to send the request its usual way."""
+        handler = _JSON_HANDLERS.get(event_name.split(".")[1] if event_name.count(".") >= 2 else "")
+        url = params.get("url")
+        if handler is None or url != self._root or params.get("method") != "POST":
+            return None
+        if model.has_streaming_input or model.has_streaming_output or model.has_event_stream_output:
+            return None
+        if not _signature_names_defaults(request_signer):
+            return None
+        headers = dict(params.get("headers") or {})
+        if priority.marked():
+            headers[priority.HEADER] = "1"
+        status, response_headers, content = self._dispatch(handler, "POST", url, headers, _body_bytes(params["body"]))
+        self.served = next(self._served) + 1
+        http = AWSResponse(url, status, response_headers, MockRawResponse(content))
+        return http, self._parse(http, model, context)
+
+    def _parse(self, http: AWSResponse, model: Any, context: dict[str, Any]) -> dict[str, Any]:
+        """As botocore's endpoint parses a response (`Endpoint._do_get_response`), after no retry."""
+        response_dict = convert_to_response_dict(http, model)
+        handle_checksum_body(http, response_dict, context, model)
+        protocol = model.service_model.resolved_protocol
+        parser = AttributeValueParser() if protocol == "json" else self._parsers.create_parser(protocol)
+        parsed: dict[str, Any] = parser.parse(response_dict, model.output_shape)
+        if http.status_code >= 300:
+            code = parsed.get("Error", {}).get("Code")
+            error_shape = model.service_model.shape_for_error_code(code) if code is not None else None
+            if error_shape is not None:
+                parsed.update(parser.parse(response_dict, error_shape))
+        if "ResponseMetadata" in parsed:
+            parsed["ResponseMetadata"]["RetryAttempts"] = 0
+        return parsed
 
     def __call__(self, request: Any, event_name: str = "", **_: Any) -> AWSResponse | None:
         url: str = request.url
@@ -144,17 +207,62 @@ class InProcessTransport:
         self.served = next(self._served) + 1
         return AWSResponse(url, status, headers, MockRawResponse(content))
 
-    @staticmethod
-    def _dispatch(handler: Any, method: str, url: str, headers: Any, body: bytes) -> tuple[int, HTTPHeaderDict, bytes]:
-        moto_request = Request.from_primitives(method, url, headers, body)
+    def _dispatch(
+        self, handler: Any, method: str, url: str, headers: Any, body: bytes
+    ) -> tuple[int, HTTPHeaderDict, bytes]:
+        moto_request = self._root_request(headers, body) if method == "POST" and url == self._root else None
+        if moto_request is None:
+            moto_request = Request.from_primitives(method, url, headers, body)
+            url = moto_request.raw_url
         try:
-            result = handler(moto_request, moto_request.raw_url, dict(moto_request.headers))
+            result = handler(moto_request, url, dict(moto_request.headers))
         except ClientError as exc:  # as moto's Flask wrapper answers it
             result = 400, {}, exc.response["Error"]["Message"]
         status, response_headers, content = result if len(result) == 3 else (200, {}, result)
         if isinstance(content, str):
             content = content.encode("utf-8")
         return int(status), HTTPHeaderDict({k: str(v) for k, v in response_headers.items()}), content
+
+    def _root_request(self, headers: Any, body: bytes) -> Request | None:
+        """The request `Request.from_primitives` builds for a POST of `body` to "/" (werkzeug's EnvironBuilder
+        makes the same environ, at several times the cost), or None when the headers need its care."""
+        if not body:
+            return None
+        environ: dict[str, Any] = {
+            "REQUEST_METHOD": "POST",
+            "SCRIPT_NAME": "",
+            "PATH_INFO": "/",
+            "QUERY_STRING": "",
+            "REQUEST_URI": "/",
+            "RAW_URI": "/",
+            "SERVER_NAME": self._host,
+            "SERVER_PORT": self._port,
+            "HTTP_HOST": f"{self._host}:{self._port}",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "wsgi.version": (1, 0),
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "wsgi.multithread": False,
+            "wsgi.multiprocess": False,
+            "wsgi.run_once": False,
+        }
+        fields: dict[str, str] = {}
+        for name, value in headers.items():
+            if isinstance(value, bytes):
+                value = value.decode("utf-8")
+            key = name.upper().replace("-", "_")
+            if not isinstance(value, str) or "\n" in value or "\r" in value or "_" in name or key in fields:
+                return None  # werkzeug's checks, a name moto keeps as sent, or headers werkzeug would join
+            if key not in ("CONTENT_LENGTH", "TRANSFER_ENCODING"):
+                fields[key] = value
+        if "CONTENT_TYPE" in fields:
+            environ["CONTENT_TYPE"] = fields.pop("CONTENT_TYPE")
+        environ["CONTENT_LENGTH"] = str(len(body))
+        environ.update((f"HTTP_{key}", value) for key, value in fields.items())
+        request = Request(environ)
+        environ[PRESERVED_HEADER_NAMES_ENVIRON_KEY] = {}
+        return request
 
     def _call(self, method: str, raw_path: str, headers: Any, body: bytes) -> tuple[int, HTTPHeaderDict, bytes]:
         parts = urlsplit(raw_path)
@@ -206,7 +314,99 @@ class InProcessTransport:
         return int(answer["status"].split(" ", 1)[0]), HTTPHeaderDict(answer["headers"]), b"".join(chunks)
 
 
-_JSON_HANDLERS = {"dynamodb": DynamoHandler.dispatch, "sfn": StepFunctionResponse.dispatch}
+# The services whose JSON requests are posted to "/" and answered by one handler each, by botocore's event name.
+_JSON_HANDLERS = {
+    "dynamodb": DynamoHandler.dispatch,
+    "sfn": StepFunctionResponse.dispatch,
+    "sqs": SQSResponse.dispatch,
+    "eventbridge": EventsHandler.dispatch,
+}
+
+
+class AttributeValueParser(JSONParser):
+    """botocore's JSON parser, with DynamoDB's attribute values parsed without a walk of the service model for
+    each one (an item's every value went through it): what botocore makes of them, built directly. Any other
+    shape, or a value of another form, goes to botocore's own parsing."""
+
+    def _handle_structure(self, shape: Any, value: Any) -> Any:
+        if isinstance(value, dict) and _is_attribute_value(shape):
+            return self._attribute_value(shape, value)
+        return super()._handle_structure(shape, value)
+
+    def _attribute_value(self, shape: Any, value: dict[str, Any]) -> dict[str, Any]:
+        parsed: dict[str, Any] = {}
+        for kind in _ATTRIBUTE_KINDS:  # botocore parses a structure's members in the model's order
+            member = value.get(kind)
+            if member is None:
+                continue
+            if kind == "B":
+                parsed[kind] = self._blob_parser(member)
+            elif kind == "BS":
+                parsed[kind] = [None if m is None else self._blob_parser(m) for m in member]
+            elif kind in ("SS", "NS"):
+                parsed[kind] = list(member)
+            elif kind == "M":
+                parsed[kind] = {key: self._handle_structure(shape, m) for key, m in member.items()}
+            elif kind == "L":
+                parsed[kind] = [None if m is None else self._handle_structure(shape, m) for m in member]
+            else:  # S, N, NULL, BOOL: as they come
+                parsed[kind] = member
+        return parsed
+
+
+# DynamoDB's AttributeValue: its members in the model's order, with each one's kind.
+_ATTRIBUTE_KINDS = ("S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL")
+_ATTRIBUTE_SHAPE = (
+    ("S", "string", None),
+    ("N", "string", None),
+    ("B", "blob", None),
+    ("SS", "list", "string"),
+    ("NS", "list", "string"),
+    ("BS", "list", "blob"),
+    ("M", "map", "AttributeValue"),
+    ("L", "list", "AttributeValue"),
+    ("NULL", "boolean", None),
+    ("BOOL", "boolean", None),
+)
+_attribute_shapes: dict[int, tuple[Any, bool]] = {}  # by id, with the shape itself (kept, so the id stays its)
+
+
+def _is_attribute_value(shape: Any) -> bool:
+    """Whether a shape is DynamoDB's AttributeValue as the fast path knows it (checked once per shape)."""
+    known = _attribute_shapes.get(id(shape))
+    if known is None or known[0] is not shape:
+        is_it = shape.name == "AttributeValue" and not shape.is_tagged_union and _members_of(shape) == _ATTRIBUTE_SHAPE
+        known = _attribute_shapes[id(shape)] = (shape, is_it)
+    return known[1]
+
+
+def _members_of(shape: Any) -> tuple[tuple[str, str, str | None], ...]:
+    members = []
+    for name, member in shape.members.items():
+        if member.serialization:
+            return ()
+        inner = getattr(member, "member", None) or getattr(member, "value", None)
+        if inner is None:
+            kind = None
+        elif inner.name == "AttributeValue":
+            kind = "AttributeValue"
+        else:
+            kind = inner.type_name
+        members.append((name, member.type_name, kind))
+    return tuple(members)
+
+
+def _signature_names_defaults(request_signer: Any) -> bool:
+    """Whether moto takes its default region and account from what this client's signature would carry: the
+    signing region is moto's default, and the access key is none that moto picks out of a signature (moto's own
+    pattern) to look its account up."""
+    if request_signer is None or request_signer.region_name != BaseResponse.default_region:
+        return False
+    credentials = getattr(request_signer, "_credentials", None)
+    access_key = getattr(credentials, "access_key", None) if credentials is not None else None
+    if access_key is None:
+        return credentials is None  # unsigned: moto sees no signature either way
+    return BaseResponse.access_key_regex.search(f"AWS4-HMAC-SHA256 Credential={access_key}/") is None
 
 
 def _wsgi_str(text: str) -> str:

@@ -38,8 +38,13 @@ def mark_api_calls() -> None:
     boto3.DEFAULT_SESSION.events.register("request-created", _tag)
 
 
+def marked() -> bool:
+    """Whether this thread is serving an API request."""
+    return getattr(_marked, "on", False)
+
+
 def _tag(request: Any, **_: Any) -> None:
-    if getattr(_marked, "on", False):
+    if marked():
         request.headers[HEADER] = "1"
 
 
