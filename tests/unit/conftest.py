@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from canvas_local.moto_server import MotoServer
 
 
 @pytest.fixture
@@ -40,3 +44,16 @@ def caches() -> Iterator[Callable[[bool], None]]:
 
     yield use
     use(installed_before)
+
+
+@pytest.fixture
+def moto_server() -> Iterator[MotoServer]:
+    """moto's server for the stack, started on a loopback port and stopped after the test."""
+    from canvas_local.moto_server import MotoServer
+
+    server = MotoServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

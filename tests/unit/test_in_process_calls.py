@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -22,16 +21,6 @@ from canvas_local import moto_patch, priority
 from canvas_local.moto_server import AttributeValueParser, InProcessTransport, MotoServer
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
-
-
-@pytest.fixture
-def moto_server() -> Iterator[MotoServer]:
-    server = MotoServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

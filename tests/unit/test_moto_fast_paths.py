@@ -15,7 +15,6 @@ from moto.stepfunctions.parser.asl.component.common.path import result_path as s
 from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
 
 from canvas_local import moto_patch
-from canvas_local.moto_server import MotoServer
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
 
@@ -182,16 +181,6 @@ def _tree(node: Any) -> Any:
     if children is None:
         return node
     return (type(node).__name__, *(_tree(child) for child in children))
-
-
-@pytest.fixture
-def moto_server() -> Iterator[MotoServer]:
-    server = MotoServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_requests_served_in_process_answer_what_the_socket_answers(moto_server):
