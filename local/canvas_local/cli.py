@@ -91,6 +91,7 @@ def serve(args: argparse.Namespace) -> int:
         overrides["MaxConcurrentRunsPerAccount"] = str(args.max_concurrent_runs)
     if args.webhook_allow_private_addresses:
         overrides["WebhookAllowPrivateAddresses"] = "true"
+    from canvas_core.settings import SettingsError
     from canvas_local.stack import LocalStack  # moto and the handlers: only `serve` needs them
     from canvas_local.state_dir import StateDirError
 
@@ -112,7 +113,7 @@ def serve(args: argparse.Namespace) -> int:
             raise
         print(f"canvas serve: {args.host}:{args.port} is in use; choose another port with --port", file=sys.stderr)
         return 2
-    except StateDirError as exc:
+    except (StateDirError, SettingsError) as exc:
         print(f"canvas serve: {exc}", file=sys.stderr)
         return 2
     try:

@@ -205,6 +205,7 @@ class LocalStack:
             moto_patch.install_caches()
             self._start_moto()
             self._apply_environment(specs)
+            _check_settings()
             self._provision(state_machines)
             self.functions.update({spec.logical_id: spec.local_function(self.function_concurrency) for spec in specs})
             self._start_queues()
@@ -482,6 +483,24 @@ class _Snapshots:
         while not self._stopping.wait(SNAPSHOT_SECONDS):
             if self._changes != self._saved_changes:
                 self.save_now()
+
+
+def _check_settings() -> None:
+    """Every function family's settings, read as their functions would at a cold start: on Lambda a bad value fails
+    the function that reads it; here the stack refuses to start (canvas_core's SettingsError names the variable)."""
+    try:
+        settings = importlib.import_module("canvas_core.settings")
+    except ImportError:
+        return
+    for family in (
+        settings.api_settings,
+        settings.orchestration_settings,
+        settings.block_settings,
+        settings.webhook_settings,
+    ):
+        family()
+    # Nothing is kept: each function reads its settings when it first needs them, as before the check.
+    settings.reset()
 
 
 def _forget_cached_clients() -> None:
