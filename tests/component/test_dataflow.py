@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from canvas_core.adapters.store import Store
-from canvas_core.dataflow import register_wait, release_dependents, release_ready, wire
+from canvas_core.dataflow import claimable_by_completion, register_wait, release_dependents, release_ready, wire
 from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem
 
 pytestmark = pytest.mark.component
@@ -106,7 +106,7 @@ def complete(canvas_id: str, block_id: str, dependents: list[str]) -> bool:
     """What the runner writes when a block completes: its output, and its count on each dependent."""
     store = Store()
     store.update_node(canvas_id, block_id, status="running")
-    return store.complete_block(canvas_id, block_id, [], dependents=dependents, content="done")
+    return store.complete_block(canvas_id, block_id, [], dependents=dependents, content="done") is not None
 
 
 def test_a_completed_block_is_counted_by_its_completion_and_its_release_counts_nothing_more(aws):
@@ -178,7 +178,7 @@ def test_a_late_completion_counts_nothing(aws):
     # When a's work ends late
     completed = Store().complete_block(canvas_id, a, [], dependents=[b], content="late")
     # Then its output and its count are dropped: b was counted and released once
-    assert completed is False
+    assert completed is None
     assert Store().get_node_item(canvas_id, b)["pending_inputs"] == 0
     assert Store().get_node_item(canvas_id, a)["status"] == "error"
     assert sent.sent == ["token-b"]
@@ -220,3 +220,86 @@ def test_parking_and_the_last_input_racing_release_exactly_once(aws, counted_by_
         race(*pair)
     # Then every block was released, and none twice
     assert sorted(sent.sent) == sorted(f"token-{b}" for _, _, b in barrier_pairs)
+
+
+def start_and_complete(canvas_id: str, block_id: str, dependents: list[str], at_start: dict | None = None) -> dict:
+    """What the runner does: read the dependents when the block starts, complete it claiming those waiting for it
+    alone, then release. `at_start` is what the dependents looked like then (read now when not given)."""
+    store = Store()
+    store.update_node(canvas_id, block_id, status="running")
+    claimable = claimable_by_completion(
+        block_id, at_start if at_start is not None else store.get_node_items(canvas_id, dependents)
+    )
+    completion = store.complete_block(canvas_id, block_id, [], dependents=dependents, release=claimable, content="done")
+    assert completion is not None
+    return completion.released
+
+
+def test_a_completion_claims_the_dependents_waiting_for_it_alone_and_sends_each_token_once(aws):
+    # Given a -> c, b -> c, a -> d, a -> e: c parked and waiting for a alone (b ended), d parked, e not parked
+    canvas_id, [a, b, c, d, e] = canvas([(0, 2), (1, 2), (0, 3), (0, 4)], 5)
+    sent = RecordingExecutions()
+    for block, token in ((c, "token-c"), (d, "token-d")):
+        register_wait(canvas_id, block, token, executions=sent)
+    assert release_dependents(canvas_id, b, executions=sent)["released"] == []
+    # When a completes
+    claimed = start_and_complete(canvas_id, a, [c, d, e])
+    released = release_ready(canvas_id, a, [c, d, e], executions=sent, claimed=claimed)
+    # Then its completion claimed c and d, whose tokens were sent; e goes when it parks; nothing goes twice
+    assert claimed == {c: "token-c", d: "token-d"}
+    assert released["released"] == [c, d] and sent.sent == ["token-c", "token-d"]
+    assert register_wait(canvas_id, e, "token-e", executions=sent)["released"] is True
+    for _ in range(2):
+        release_ready(canvas_id, a, [c, d, e], executions=sent)
+        release_dependents(canvas_id, a, executions=sent)
+    assert sent.sent == ["token-c", "token-d", "token-e"]
+    assert [Store().get_node_item(canvas_id, x)["pending_inputs"] for x in (c, d, e)] == [0, 0, 0]
+
+
+def test_a_dependent_that_parked_again_is_claimed_by_the_release_with_its_new_token(aws):
+    # Given a -> b, b parked when a started, then parked again with another token (its wait was retried)
+    canvas_id, [a, b] = canvas([(0, 1)], 2)
+    sent = RecordingExecutions()
+    register_wait(canvas_id, b, "first-token", executions=sent)
+    at_start = Store().get_node_items(canvas_id, [b])
+    register_wait(canvas_id, b, "second-token", executions=sent)
+    # When a completes with what it read when it started
+    claimed = start_and_complete(canvas_id, a, [b], at_start=at_start)
+    release_ready(canvas_id, a, [b], executions=sent, claimed=claimed)
+    # Then the completion claimed nothing, was written whole, and the release sent the new token once
+    assert claimed == {}
+    assert Store().get_node_item(canvas_id, a)["status"] == "completed"
+    assert sent.sent == ["second-token"]
+
+
+def test_a_dependent_whose_other_input_ended_after_the_block_started_is_released_once(aws):
+    # Given a -> c, b -> c, c parked, both inputs pending when a started; b ends while a works
+    canvas_id, [a, b, c] = canvas([(0, 2), (1, 2)], 3)
+    sent = RecordingExecutions()
+    register_wait(canvas_id, c, "token-c", executions=sent)
+    at_start = Store().get_node_items(canvas_id, [c])
+    assert release_dependents(canvas_id, b, executions=sent)["released"] == []
+    # When a completes
+    claimed = start_and_complete(canvas_id, a, [c], at_start=at_start)
+    release_ready(canvas_id, a, [c], executions=sent, claimed=claimed)
+    # Then its completion did not claim c (two inputs were pending when a started); its release did
+    assert claimed == {}
+    assert sent.sent == ["token-c"]
+
+
+def test_a_late_completion_claims_nothing(aws):
+    # Given a -> b, b parked and waiting for a alone, a recorded as failed (timed out) and counted on b
+    canvas_id, [a, b] = canvas([(0, 1)], 2)
+    sent = RecordingExecutions()
+    register_wait(canvas_id, b, "token-b", executions=sent)
+    at_start = Store().get_node_items(canvas_id, [b])
+    Store().update_node(canvas_id, a, status="running")
+    release_dependents(canvas_id, a, executions=sent, error={"Error": "States.Timeout"})
+    # When a's work ends late, with the claim it would have made
+    claimable = claimable_by_completion(a, at_start)
+    assert claimable == {b: "token-b"}
+    completion = Store().complete_block(canvas_id, a, [], dependents=[b], release=claimable, content="late")
+    # Then nothing was written, and b was released once
+    assert completion is None
+    assert Store().get_node_item(canvas_id, a)["status"] == "error"
+    assert sent.sent == ["token-b"]

@@ -341,3 +341,70 @@ def test_an_output_too_large_for_its_item_spills_to_s3_and_reads_back_whole(
         function, context, account.api_key, "api/get_canvas_dag", "get_canvas_dag", canvas_id=created["canvas_id"]
     )
     assert body["data"]["nodes"][0]["content"] == big
+
+
+def test_a_block_works_while_its_running_mark_is_written_and_completes_after_it(
+    aws, account, function, context, monkeypatch
+):
+    # Given a block whose running mark is written only once its work has begun (it would wait forever if the
+    # runner wrote the mark before the work)
+    import threading
+
+    from canvas_core.blocks.context import BlockOutput
+
+    working, marked = threading.Event(), threading.Event()
+    real_start = Store.start_block
+
+    def start_block(self, *args, **kwargs):
+        assert working.wait(10), "the block's work did not begin before its running mark was written"
+        real_start(self, *args, **kwargs)
+        marked.set()
+
+    def complete_block(self, *args, **kwargs):
+        assert marked.is_set(), "the completion was written before the running mark"
+        return real_complete(self, *args, **kwargs)
+
+    real_complete = Store.complete_block
+    monkeypatch.setattr(Store, "start_block", start_block)
+    monkeypatch.setattr(Store, "complete_block", complete_block)
+
+    def behaviour(ctx):
+        working.set()
+        return BlockOutput(content="Worked while the mark was written.")
+
+    monkeypatch.setattr("canvas_core.blocks.runner.implementation", lambda block_type: behaviour)
+    created = start_run(function, context, account.api_key)
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    first = function("orchestration/plan_canvas")(ids, context)["blocks"][0]
+    # When
+    assert function(BLOCK_FOLDERS[first["block_type"]])({**ids, **first}, context)["status"] == "completed"
+    # Then the node completed, and its tool-call task was written and completed
+    [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
+    assert node.status.value == "completed" and node.content == "Worked while the mark was written."
+    tool_calls = [t for t in Store().get_tasks(created["canvas_id"]) if t.task_type.value == "tool-call-task"]
+    assert [t.status.value for t in tool_calls] == ["completed"]
+
+
+def test_a_running_mark_that_cannot_be_written_fails_the_block_and_writes_no_output(
+    aws, account, function, context, monkeypatch
+):
+    # Given a block whose running mark fails to be written
+    from canvas_core.blocks.context import BlockOutput
+    from canvas_core.errors import BlockFatalError
+
+    def start_block(self, *args, **kwargs):
+        raise RuntimeError("DynamoDB unavailable")
+
+    monkeypatch.setattr(Store, "start_block", start_block)
+    monkeypatch.setattr(
+        "canvas_core.blocks.runner.implementation", lambda block_type: lambda ctx: BlockOutput(content="lost")
+    )
+    created = start_run(function, context, account.api_key)
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    first = function("orchestration/plan_canvas")(ids, context)["blocks"][0]
+    # When
+    with pytest.raises(BlockFatalError, match="failed unexpectedly"):
+        function(BLOCK_FOLDERS[first["block_type"]])({**ids, **first}, context)
+    # Then the block is recorded as failed, without the output of its work
+    [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
+    assert node.status.value == "error" and node.content is None

@@ -4,18 +4,20 @@ The state machine runs all blocks of a canvas at once (two inline Maps side by s
 so every block is admitted together and none can wait on a block that was never started). A block without
 inputs runs at once; any other first parks in `Wait For Inputs` (a `.waitForTaskToken` task): `register_wait`
 stores the token on the node. A block that completes counts itself as an ended input of each dependent in the
-write that completes it (`Store.complete_block`), then `release_ready` claims each dependent that is ready and
-parked, in one conditional write each. Otherwise (skipped, or failed: Release Dependents, where the state
-machine's Catch goes, first records the failure) `release_dependents` reads the dependents in one request and
-counts the block on those it was not counted on yet, once per input, with a conditional write. Whoever sees a
-dependent with no pending input and a stored token, the parking side or the releasing side, claims the release
-with another conditional write, so a block is released exactly once even when its last input ends while its
-token is being stored.
+write that completes it (`Store.complete_block`). The same write claims the release of the dependents that were
+parked and waiting for it alone when it started (`claimable_by_completion`), whose tokens it then sends;
+`release_ready` claims each other dependent that is ready and parked, in one conditional write each. Otherwise
+(skipped, or failed: Release Dependents, where the state machine's Catch goes, first records the failure)
+`release_dependents` reads the dependents in one request and counts the block on those it was not counted on
+yet, once per input, with a conditional write. Whoever sees a dependent with no pending input and a stored
+token, the parking side or the releasing side, claims the release with another conditional write, so a block
+is released exactly once even when its last input ends while its token is being stored.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from canvas_core.adapters.executions import Executions
@@ -86,21 +88,42 @@ def release_dependents(
     return {"block_id": block_id, "released": released}
 
 
+def claimable_by_completion(block_id: str, dependents: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The dependents (as stored when the block started) whose release the block's completion may claim: parked,
+    not claimed, and waiting for this block alone. Dependent id -> its task token. An input that ends counts
+    itself once, so "this block alone" still holds when the block completes, unless the dependent parks again."""
+    return {
+        dependent_id: item["task_token"]
+        for dependent_id, item in dependents.items()
+        if item.get("task_token")
+        and item.get("released_at_ms") is None
+        and int(item.get("pending_inputs", 0)) == 1
+        and block_id not in item.get("ended_inputs", ())
+    }
+
+
 def release_ready(
     canvas_id: str,
     block_id: str,
     dependents: list[str],
     store: Store | None = None,
     executions: Executions | None = None,
+    claimed: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Release the dependents of a completed block, which its completion counted on each: every dependent that is
+    """Release the dependents of a completed block, which its completion counted on each: those whose release the
+    completion claimed (`claimed`: dependent id -> task token) are sent their token; every other dependent that is
     ready and parked is claimed and released in one conditional write (no read first)."""
     store, executions = store or Store(), executions or Executions()
+    claimed = claimed or {}
     released = []
     for dependent_id in dependents:
-        claimed = store.claim_ready_release(canvas_id, dependent_id, now_ms())
-        if claimed is not None:
-            _send(store, executions, canvas_id, claimed)
+        if dependent_id in claimed:
+            _send(store, executions, canvas_id, {"block_id": dependent_id, "task_token": claimed[dependent_id]})
+            released.append(dependent_id)
+            continue
+        node = store.claim_ready_release(canvas_id, dependent_id, now_ms())
+        if node is not None:
+            _send(store, executions, canvas_id, node)
             released.append(dependent_id)
     return {"block_id": block_id, "released": released}
 

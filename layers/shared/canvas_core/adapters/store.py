@@ -9,7 +9,8 @@ its runs still `running`: a run is counted in the write that stores it and uncou
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,6 +38,13 @@ CANVAS_ITEM = "CANVAS"
 RUNS_BY_ACCOUNT_INDEX = "account_id-created_at_ms-index"
 NODE_PREFIX = "NODE#"
 EDGE_PREFIX = "EDGE#"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A block's completion as written: the dependents whose release it claimed, with their task tokens."""
+
+    released: dict[str, str] = field(default_factory=dict)
 
 
 def expires_at(settings: ServiceSettings | None = None) -> int:
@@ -290,18 +298,20 @@ class Store:
         return self.get_nodes_and_account(canvas_id, block_ids)[0]
 
     def get_nodes_and_account(
-        self, canvas_id: str, block_ids: list[str], account_id: str | None = None
-    ) -> tuple[list[NodeItem], dict[str, Any] | None]:
-        """Nodes (in the order asked, those that exist) and, with `account_id`, that account: one read."""
-        items = self._node_items(canvas_id, block_ids, account_id)
+        self, canvas_id: str, block_ids: list[str], account_id: str | None = None, dependents: list[str] | None = None
+    ) -> tuple[list[NodeItem], dict[str, Any] | None, dict[str, dict[str, Any]]]:
+        """Nodes (in the order asked, those that exist), with `account_id` that account, and the nodes of
+        `dependents` as stored (dataflow bookkeeping included), by block id: one read."""
+        items = self._node_items(canvas_id, [*block_ids, *(dependents or [])], account_id)
         account = items.pop(None, None)
+        stored = {block_id: items.pop(block_id) for block_id in dependents or [] if block_id in items}
         nodes = []
         for block_id in dict.fromkeys(block_ids):
             if block_id in items:
                 data = items[block_id]
                 data.pop("item_id")
                 nodes.append(NodeItem.model_validate(data))
-        return nodes, account
+        return nodes, account, stored
 
     def get_node_items(self, canvas_id: str, block_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Nodes as stored, dataflow bookkeeping included, by block id: one read."""
@@ -388,13 +398,42 @@ class Store:
         task_ids: list[str],
         debit_account: str | None = None,
         dependents: list[str] | None = None,
+        release: Mapping[str, str] | None = None,
         **fields: Any,
-    ) -> bool:
+    ) -> Completion | None:
         """Node `completed` with its output, and its tasks `completed`, in one write; only from `running`
-        (False otherwise: a block recorded as failed meanwhile stays failed). With `debit_account`, the same
+        (None otherwise: a block recorded as failed meanwhile stays failed). With `debit_account`, the same
         write takes the node's `credits` off that account, so a block is charged exactly once. With
         `dependents`, the same write counts the block as an ended input of each (see `count_input_ended`), so
-        the release that follows only reads them."""
+        the release that follows only reads them. `release` (dependent id -> task token) names dependents this
+        block was the last input of when it started, parked with that token: the same write claims their
+        release (see `claim_ready_release`). Should one of those no longer hold (the dependent parked again with
+        another token), the block completes without claiming any, and the release that follows claims them."""
+        if release:
+            try:
+                self._complete(canvas_id, block_id, task_ids, debit_account, dependents, release, fields)
+                return Completion(released=dict(release))
+            except ConditionFailed as exc:
+                counts_from = 1 + len(task_ids)
+                codes = cancellation_codes(exc)[counts_from : counts_from + len(dict.fromkeys(dependents or []))]
+                if "ConditionalCheckFailed" not in codes:
+                    return None  # not a claim that failed: the block is no longer running
+        try:
+            self._complete(canvas_id, block_id, task_ids, debit_account, dependents, None, fields)
+        except ConditionFailed:
+            return None
+        return Completion()
+
+    def _complete(
+        self,
+        canvas_id: str,
+        block_id: str,
+        task_ids: list[str],
+        debit_account: str | None,
+        dependents: list[str] | None,
+        release: Mapping[str, str] | None,
+        fields: dict[str, Any],
+    ) -> None:
         fields = {**fields, "status": "completed"}
         names = {f"#{k}": k for k in fields} | {"#cur": "status"}
         node_update = {
@@ -420,8 +459,18 @@ class Store:
             }
             for task_id in task_ids
         ]
+        now = now_ms()
         counts = [
-            {"Update": {"TableName": self.settings.canvases_table, **self._count_input(canvas_id, dependent, block_id)}}
+            {
+                "Update": {
+                    "TableName": self.settings.canvases_table,
+                    **(
+                        self._count_and_claim(canvas_id, dependent, block_id, release[dependent], now)
+                        if release and dependent in release
+                        else self._count_input(canvas_id, dependent, block_id)
+                    ),
+                }
+            }
             for dependent in dict.fromkeys(dependents or [])
         ]
         credits = int(fields.get("credits") or 0)
@@ -430,11 +479,10 @@ class Store:
             self._transact([node_update, *task_updates, *counts, *debit])
         except ConditionFailed as exc:
             if not debit or "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
-                return False
+                raise
             _refuse_overdraft(exc, credits)
             # Only the account was missing: keep the block's work, uncharged.
             self._transact([node_update, *task_updates, *counts])
-        return True
 
     def _debit(self, account_id: str, credits: int) -> list[dict[str, Any]]:
         """The transaction item that takes `credits` off an account's balance, only if the balance holds them
@@ -522,6 +570,29 @@ class Store:
             "UpdateExpression": "ADD ended_inputs :input SET pending_inputs = pending_inputs - :one",
             "ConditionExpression": "attribute_exists(item_id) AND NOT contains(ended_inputs, :id)",
             "ExpressionAttributeValues": {":input": {"SS": [input_id]}, ":id": {"S": input_id}, ":one": {"N": "1"}},
+        }
+
+    def _count_and_claim(
+        self, canvas_id: str, block_id: str, input_id: str, task_token: str, released_at_ms: int
+    ) -> dict[str, Any]:
+        """The count of `input_id` as the last ended input of a node parked with `task_token`, which also claims
+        its release: only if that input was the one input still counted as pending, and nothing claimed it."""
+        return {
+            "Key": self._node_key(canvas_id, block_id),
+            "UpdateExpression": (
+                "ADD ended_inputs :input SET pending_inputs = pending_inputs - :one, released_at_ms = :now"
+            ),
+            "ConditionExpression": (
+                "attribute_exists(item_id) AND NOT contains(ended_inputs, :id) AND pending_inputs = :one"
+                " AND task_token = :token AND attribute_not_exists(released_at_ms)"
+            ),
+            "ExpressionAttributeValues": {
+                ":input": {"SS": [input_id]},
+                ":id": {"S": input_id},
+                ":one": {"N": "1"},
+                ":token": {"S": task_token},
+                ":now": {"N": str(released_at_ms)},
+            },
         }
 
     def get_node_item(self, canvas_id: str, block_id: str) -> dict[str, Any] | None:

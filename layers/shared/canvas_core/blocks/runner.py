@@ -4,7 +4,10 @@ of each dependent in the same write), keep the task tree in step, and release th
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
@@ -13,7 +16,7 @@ from canvas_core.adapters.store import Store
 from canvas_core.blocks.context import BlockContext
 from canvas_core.blocks.registry import implementation
 from canvas_core.content import content_fields, with_full_content
-from canvas_core.dataflow import record_block_failure, release_dependents, release_ready
+from canvas_core.dataflow import claimable_by_completion, record_block_failure, release_dependents, release_ready
 from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
@@ -39,12 +42,15 @@ def run_block(
     release its dependents that are ready. An error goes to the state machine, whose Catch hands it to Release
     Dependents, which records it and releases them."""
     store = store or Store()
-    node, result = _run_once(block, expected_type, store, files, provider)
+    node, result, claimed = _run_once(block, expected_type, store, files, provider)
     if not node.dependents:
         return result
     if result.status == NodeStatus.COMPLETED.value:
-        # Its completion counted it on each dependent: only those now ready are left to claim.
-        release_ready(block.canvas_id, node.block_id, node.dependents, store=store, executions=executions)
+        # Its completion counted it on each dependent and claimed those waiting for it alone: their tokens are
+        # sent, and the others now ready are claimed.
+        release_ready(
+            block.canvas_id, node.block_id, node.dependents, store=store, executions=executions, claimed=claimed
+        )
     else:
         release_dependents(block.canvas_id, node.block_id, node.dependents, store=store, executions=executions)
     return result
@@ -56,19 +62,20 @@ def _run_once(
     store: Store,
     files: ArtifactStore | None,
     provider: ModelProvider | None,
-) -> tuple[NodeItem, BlockResult]:
+) -> tuple[NodeItem, BlockResult, dict[str, str]]:
+    """The node, the result of this attempt, and the dependents whose release its completion claimed."""
     logger.append_keys(run_id=block.run_id, block_id=block.block_id, block_type=block.block_type)
     for key in ("run_id", "block_id", "block_type"):
         tracer.put_annotation(key, getattr(block, key))
     if block.block_type != expected_type:
         raise BlockFatalError(f"Block {block.block_id} is a {block.block_type}, not a {expected_type}")
-    node, inputs, account = _load_node(store, block)
+    node, inputs, account, claimable = _load_node(store, block)
     if node.status in TERMINAL_NODE_STATUSES:
         if node.status == NodeStatus.COMPLETED:
             # A retry after a crash between the node's write and its tasks' finishes the tasks.
             for task_id in _task_ids(block.canvas_id, node.block_id):
                 store.set_task_status(block.canvas_id, task_id, TaskStatus.COMPLETED)
-        return node, BlockResult(block_id=node.block_id, status=node.status.value)
+        return node, BlockResult(block_id=node.block_id, status=node.status.value), {}
 
     unfinished = [n for n in inputs if n.status != NodeStatus.COMPLETED]
     # A page or video that could not be read (refused, gone, malformed) is a source the run goes without: the
@@ -81,7 +88,7 @@ def _run_once(
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": reason})
         count("BlocksSkipped", step=node.type)
-        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
+        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value), {}
 
     run = _run(store, block.run_id)
     if run is None:
@@ -101,15 +108,15 @@ def _run_once(
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": refusal})
         count("BlocksSkipped", step=node.type)
-        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
+        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value), {}
 
-    store.start_block(block.canvas_id, node.block_id, _tool_call_task(node))
     ctx = BlockContext(
         run=run, node=node, inputs=inputs, files=files or ArtifactStore(), provider=provider or get_provider()
     )
     started = time.monotonic()
     try:
-        output = behaviour(ctx)
+        with _marked_running(store, node):
+            output = behaviour(ctx)
     except BlockRetryableError:
         count("BlockRetryableErrors", step=node.type)
         raise
@@ -144,6 +151,7 @@ def _run_once(
             credits=credits,
             debit_account=run.account_id,
             dependents=node.dependents,
+            release=claimable,
             artifacts=output.artifacts,
             **({"url": output.url} if output.url else {}),
         )
@@ -154,21 +162,47 @@ def _run_once(
         if not store.update_node(
             block.canvas_id, node.block_id, expect_status=running, status=NodeStatus.SKIPPED.value, error=reason
         ):
-            return node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)  # timed out meanwhile
+            return node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value), {}  # timed out meanwhile
         for task_id in _task_ids(block.canvas_id, node.block_id):
             store.set_task_status(block.canvas_id, task_id, TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": reason})
         count("BlocksSkipped", step=node.type)
-        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value)
-    if not finished:
+        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value), {}
+    if finished is None:
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
         count("BlocksFailed", step=node.type)
-        return node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
+        return node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value), {}
     store.put_tasks(tool_call_tasks(node, ctx.usage))
     logger.info("Block completed", extra={"content_chars": len(output.content)})
     count("BlocksCompleted", step=node.type)
     count("CreditsDebited", credits, step=node.type)
-    return node, BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
+    return node, BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value), finished.released
+
+
+@contextmanager
+def _marked_running(store: Store, node: NodeItem) -> Iterator[None]:
+    """The node `running` with its tool-call task, written while the block's work begins: the write is not
+    between an input's end and this block's start. Nothing else is written before it lands (the block's
+    failure or completion waits for it), and an error of the write is the block's."""
+    errors: list[BaseException] = []
+
+    def mark() -> None:
+        # The block's own thread goes on first: where both run in one interpreter (the embedded stack), the
+        # write would otherwise hold it until it is done.
+        time.sleep(0)
+        try:
+            store.start_block(node.canvas_id, node.block_id, _tool_call_task(node))
+        except BaseException as exc:  # handed to the block's thread below
+            errors.append(exc)
+
+    writer = threading.Thread(target=mark, name=f"start-{node.block_id}", daemon=True)
+    writer.start()
+    try:
+        yield
+    finally:
+        writer.join()
+    if errors:
+        raise errors[0]
 
 
 def _run(store: Store, run_id: str) -> RunItem | None:
@@ -187,18 +221,23 @@ def _run(store: Store, run_id: str) -> RunItem | None:
 _runs: dict[str, RunItem] = {}
 
 
-def _load_node(store: Store, block: BlockInput) -> tuple[NodeItem, list[NodeItem], dict[str, Any] | None]:
-    """The block's node, its input nodes and its account (for the balance), in one read when the state machine
-    named the inputs."""
+def _load_node(
+    store: Store, block: BlockInput
+) -> tuple[NodeItem, list[NodeItem], dict[str, Any] | None, dict[str, str]]:
+    """The block's node, its input nodes, its account (for the balance) and the dependents whose release its
+    completion may claim (with their tokens), in one read when the state machine named inputs and dependents."""
     wanted = [block.block_id, *(block.inputs or [])]
-    nodes, account = store.get_nodes_and_account(block.canvas_id, wanted, block.account_id)
+    nodes, account, dependents = store.get_nodes_and_account(
+        block.canvas_id, wanted, block.account_id, dependents=block.dependents
+    )
     found = {n.block_id: n for n in nodes}
     node = found.get(block.block_id)
     if node is None:
         raise BlockFatalError(f"Block {block.block_id} not found on canvas {block.canvas_id}")
     if block.inputs is None or set(block.inputs) != set(node.inputs):
         found |= {n.block_id: n for n in store.get_nodes(block.canvas_id, node.inputs)}
-    return node, with_full_content([found[i] for i in node.inputs if i in found]), account
+    claimable = claimable_by_completion(node.block_id, {d: dependents[d] for d in node.dependents if d in dependents})
+    return node, with_full_content([found[i] for i in node.inputs if i in found]), account, claimable
 
 
 def _task_ids(canvas_id: str, block_id: str) -> list[str]:

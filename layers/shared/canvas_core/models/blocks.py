@@ -14,6 +14,8 @@ class BlockInput(Model):
     block_type: str
     # The ids of the blocks this one reads, when the state machine hands them over (saves a read).
     inputs: list[str] | None = None
+    # The ids of the blocks that read this one, likewise: their release can ride in this block's completion.
+    dependents: list[str] | None = None
 
 
 class BlockResult(Model):
