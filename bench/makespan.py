@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.dags import Block, Dag, layered_random_dag, scripted
+from bench.dags import Block, Dag, Script, layered_random_dag, scripted
 from canvas_core.auth import authenticate
 from canvas_core.models.api import CreateRunRequest
 from canvas_core.runs import create_run
@@ -58,6 +58,8 @@ class Runner:
         self.execution_prefix = arn.replace(":stateMachine:", ":execution:")
         # The process's CPU seconds over the last run's makespan (every thread: the stack is one process).
         self.makespan_cpu = 0.0
+        # The last run's blocks: when each started and finished.
+        self.script = Script()
 
     def run(self, name: str, dag: Dag) -> tuple[float, tuple[int, int]]:
         """(makespan of the blocks in seconds, (state transitions of the blocks, of the run itself))."""
@@ -67,6 +69,7 @@ class Runner:
             ended = self.stack.wait_for_execution(execution_arn, timeout=600)
         if ended["status"] != "SUCCEEDED" or len(script.finished) != len(dag.blocks):
             raise RuntimeError(f"{name}: execution {ended['status']}, {len(script.finished)} blocks finished")
+        self.script = script
         makespan = max(script.finished.values()) - min(script.started.values())
         self.makespan_cpu = max(script.cpu_finished.values()) - min(script.cpu_started.values())
         return makespan, self.transitions(execution_arn)
