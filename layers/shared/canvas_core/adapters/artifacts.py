@@ -6,21 +6,17 @@ from typing import Any, cast
 
 from botocore.exceptions import ClientError
 
-from canvas_core.adapters.aws import client
+from canvas_core.adapters.aws import LazyClient
 from canvas_core.errors import StorageError
 from canvas_core.settings import ServiceSettings, service_settings
 
 
 class ArtifactStore:
+    s3 = LazyClient("s3")
+
     def __init__(self, settings: ServiceSettings | None = None, s3: Any = None):
         self.settings = settings or service_settings()
         self._s3 = s3
-
-    @property
-    def s3(self) -> Any:
-        if self._s3 is None:
-            self._s3 = client("s3")
-        return self._s3
 
     def put(self, key: str, data: bytes, content_type: str) -> None:
         try:

@@ -26,6 +26,24 @@ def client(service: str) -> Any:
     return boto3.client(service, config=_CONFIG)
 
 
+class LazyClient:
+    """An adapter's boto3 client, as a class attribute: the one its constructor was given (stored as `_<name>`),
+    else the container's, built on first use."""
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+        self.given = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.given = f"_{name}"
+
+    def __get__(self, adapter: object, owner: type | None = None) -> Any:
+        if adapter is None:
+            return self
+        given = getattr(adapter, self.given, None)
+        return given if given is not None else client(self.service)
+
+
 def reset_clients() -> None:
     """Forget cached clients (tests that point the service at a fresh endpoint call this)."""
     client.cache_clear()

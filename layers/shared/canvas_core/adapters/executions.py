@@ -7,12 +7,14 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from canvas_core.adapters.aws import client
+from canvas_core.adapters.aws import LazyClient
 from canvas_core.errors import StorageError
 from canvas_core.settings import api_settings
 
 
 class Executions:
+    sfn = LazyClient("stepfunctions")
+
     def __init__(self, state_machine_arn: str | None = None, sfn: Any = None):
         self._state_machine_arn = state_machine_arn
         self._sfn = sfn
@@ -21,12 +23,6 @@ class Executions:
     def state_machine_arn(self) -> str:
         """The create-run function's (STATE_MACHINE_ARN): the other functions only resume parked tasks."""
         return self._state_machine_arn or api_settings().state_machine_arn
-
-    @property
-    def sfn(self) -> Any:
-        if self._sfn is None:
-            self._sfn = client("stepfunctions")
-        return self._sfn
 
     def start(self, run_id: str, payload: dict[str, Any]) -> str:
         try:

@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from canvas_core.adapters.aws import client
+from canvas_core.adapters.aws import LazyClient
 from canvas_core.errors import StorageError
 
 # SQS holds a message back at most this long; a longer wait is re-sent until it is due.
@@ -18,16 +18,12 @@ MAX_DELAY_SECONDS = 900
 class Queue:
     """One queue, named by URL (or, on the embedded stack, by name: the URL is looked up once)."""
 
+    sqs = LazyClient("sqs")
+
     def __init__(self, url_or_name: str, sqs: Any = None):
         self._target = url_or_name
         self._url = url_or_name if url_or_name.startswith(("http://", "https://")) else None
         self._sqs = sqs
-
-    @property
-    def sqs(self) -> Any:
-        if self._sqs is None:
-            self._sqs = client("sqs")
-        return self._sqs
 
     @property
     def url(self) -> str:

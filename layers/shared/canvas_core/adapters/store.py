@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from canvas_core.adapters.aws import client
+from canvas_core.adapters.aws import LazyClient
 from canvas_core.adapters.dynamodb import (
     ConditionFailed,
     cancellation_codes,
@@ -53,15 +53,11 @@ def expires_at(settings: ServiceSettings | None = None) -> int:
 
 
 class Store:
+    ddb = LazyClient("dynamodb")
+
     def __init__(self, settings: ServiceSettings | None = None, dynamodb: Any = None):
         self.settings = settings or service_settings()
         self._ddb = dynamodb
-
-    @property
-    def ddb(self) -> Any:
-        if self._ddb is None:
-            self._ddb = client("dynamodb")
-        return self._ddb
 
     def _item(self, model: BaseModel, **extra: Any) -> dict[str, Any]:
         """A run, canvas, node, edge or task as stored, with the `expires_at` its table's TTL reads."""

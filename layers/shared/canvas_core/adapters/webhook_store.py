@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from canvas_core.adapters.aws import client
+from canvas_core.adapters.aws import LazyClient
 from canvas_core.adapters.dynamodb import (
     ConditionFailed,
     cancellation_codes,
@@ -26,15 +26,11 @@ COUNTER = "webhook_endpoints"
 
 
 class WebhookStore:
+    ddb = LazyClient("dynamodb")
+
     def __init__(self, settings: WebhookSettings | None = None, dynamodb: Any = None):
         self.settings = settings or webhook_settings()
         self._ddb = dynamodb
-
-    @property
-    def ddb(self) -> Any:
-        if self._ddb is None:
-            self._ddb = client("dynamodb")
-        return self._ddb
 
     # Endpoints
 
