@@ -116,7 +116,7 @@ def release_ready(
     store, executions = store or Store(), executions or Executions()
     claimed = claimed or {}
     released = []
-    for dependent_id in dependents:
+    for dependent_id in dict.fromkeys(dependents):  # each once: a claimed token is sent once
         if dependent_id in claimed:
             _send(store, executions, canvas_id, {"block_id": dependent_id, "task_token": claimed[dependent_id]})
             released.append(dependent_id)

@@ -16,7 +16,7 @@ class ArtifactStore:
 
     def __init__(self, settings: ServiceSettings | None = None, s3: Any = None):
         self.settings = settings or service_settings()
-        self._s3 = s3
+        self.s3 = s3
 
     def put(self, key: str, data: bytes, content_type: str) -> None:
         try:

@@ -27,20 +27,23 @@ def client(service: str) -> Any:
 
 
 class LazyClient:
-    """An adapter's boto3 client, as a class attribute: the one its constructor was given (stored as `_<name>`),
-    else the container's, built on first use."""
+    """An adapter's boto3 client, as a class attribute: the one its constructor was given (`self.<name> = given`;
+    None for none), else the container's, built on first use."""
 
     def __init__(self, service: str) -> None:
         self.service = service
-        self.given = ""
+        self.key = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.given = f"_{name}"
+        self.key = f"_given_{name}"
+
+    def __set__(self, adapter: object, given: Any) -> None:
+        adapter.__dict__[self.key] = given
 
     def __get__(self, adapter: object, owner: type | None = None) -> Any:
         if adapter is None:
             return self
-        given = getattr(adapter, self.given, None)
+        given = adapter.__dict__.get(self.key)
         return given if given is not None else client(self.service)
 
 

@@ -17,7 +17,7 @@ class Executions:
 
     def __init__(self, state_machine_arn: str | None = None, sfn: Any = None):
         self._state_machine_arn = state_machine_arn
-        self._sfn = sfn
+        self.sfn = sfn
 
     @property
     def state_machine_arn(self) -> str:

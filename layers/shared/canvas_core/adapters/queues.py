@@ -23,7 +23,7 @@ class Queue:
     def __init__(self, url_or_name: str, sqs: Any = None):
         self._target = url_or_name
         self._url = url_or_name if url_or_name.startswith(("http://", "https://")) else None
-        self._sqs = sqs
+        self.sqs = sqs
 
     @property
     def url(self) -> str:

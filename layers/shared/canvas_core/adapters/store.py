@@ -57,7 +57,7 @@ class Store:
 
     def __init__(self, settings: ServiceSettings | None = None, dynamodb: Any = None):
         self.settings = settings or service_settings()
-        self._ddb = dynamodb
+        self.ddb = dynamodb
 
     def _item(self, model: BaseModel, **extra: Any) -> dict[str, Any]:
         """A run, canvas, node, edge or task as stored, with the `expires_at` its table's TTL reads."""

@@ -30,7 +30,7 @@ class WebhookStore:
 
     def __init__(self, settings: WebhookSettings | None = None, dynamodb: Any = None):
         self.settings = settings or webhook_settings()
-        self._ddb = dynamodb
+        self.ddb = dynamodb
 
     # Endpoints
 
