@@ -408,3 +408,59 @@ def test_a_running_mark_that_cannot_be_written_fails_the_block_and_writes_no_out
     # Then the block is recorded as failed, without the output of its work
     [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
     assert node.status.value == "error" and node.content is None
+
+
+@pytest.mark.parametrize("send_fails", [False, True])
+def test_a_block_releases_its_dependent_before_writing_its_tool_calls_and_writes_them_either_way(
+    aws, account, function, context, monkeypatch, send_fails
+):
+    # Given a prompt block whose text block is parked, and a behaviour that made two model calls
+    from canvas_core.blocks.context import BlockOutput
+    from canvas_core.blocks.runner import run_block
+    from canvas_core.dataflow import register_wait
+    from canvas_core.models.blocks import BlockInput
+
+    order: list[str] = []
+
+    class Executions:
+        def send_task_success(self, task_token, output):
+            order.append(f"send {task_token}")
+            if send_fails:
+                raise RuntimeError("Step Functions unavailable")
+            return True
+
+    real_put_tasks = Store.put_tasks
+
+    def put_tasks(self, tasks):
+        order.append(f"tool calls {len(tasks)}")
+        return real_put_tasks(self, tasks)
+
+    def behaviour(ctx):
+        ctx.usage.calls += [("model-a", 10, 5), ("model-b", 7, 3)]
+        return BlockOutput(content="Two calls made.")
+
+    monkeypatch.setattr(Store, "put_tasks", put_tasks)
+    monkeypatch.setattr("canvas_core.blocks.runner.implementation", lambda block_type: behaviour)
+    created = start_run(function, context, account.api_key)
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    first, second = function("orchestration/plan_canvas")(ids, context)["blocks"]
+    register_wait(created["canvas_id"], second["block_id"], "token-second", executions=Executions())
+    order.clear()
+    # When the first block runs
+    block = BlockInput.model_validate({**ids, **first})
+    if send_fails:
+        with pytest.raises(RuntimeError, match="unavailable"):
+            run_block(block, first["block_type"], executions=Executions())
+    else:
+        assert run_block(block, first["block_type"], executions=Executions()).status == "completed"
+    # Then its dependent's token went first, and its two model calls were written after, even when the send failed
+    assert order == ["send token-second", "tool calls 2"]
+    tool_calls = [
+        t.name
+        for t in Store().get_tasks(created["canvas_id"])
+        if t.task_type.value == "tool-call-task" and t.block_id == first["block_id"]
+    ]
+    assert sorted(tool_calls) == [
+        "Model call: model-a (10 tokens in, 5 out)",
+        "Model call: model-b (7 tokens in, 3 out)",
+    ]

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
@@ -42,18 +43,34 @@ def run_block(
     release its dependents that are ready. An error goes to the state machine, whose Catch hands it to Release
     Dependents, which records it and releases them."""
     store = store or Store()
-    node, result, claimed = _run_once(block, expected_type, store, files, provider)
-    if not node.dependents:
+    attempt = _run_once(block, expected_type, store, files, provider)
+    node, result = attempt.node, attempt.result
+    try:
+        if not node.dependents:
+            return result
+        if result.status == NodeStatus.COMPLETED.value:
+            # Its completion counted it on each dependent and claimed those waiting for it alone: their tokens are
+            # sent, and the others now ready are claimed.
+            release_ready(block.canvas_id, node.block_id, node.dependents, store, executions, claimed=attempt.claimed)
+        else:
+            release_dependents(block.canvas_id, node.block_id, node.dependents, store=store, executions=executions)
         return result
-    if result.status == NodeStatus.COMPLETED.value:
-        # Its completion counted it on each dependent and claimed those waiting for it alone: their tokens are
-        # sent, and the others now ready are claimed.
-        release_ready(
-            block.canvas_id, node.block_id, node.dependents, store=store, executions=executions, claimed=claimed
-        )
-    else:
-        release_dependents(block.canvas_id, node.block_id, node.dependents, store=store, executions=executions)
-    return result
+    finally:
+        # The tool calls the block made, written once its dependents are on their way (whether or not their
+        # release succeeded): the write is not between the block's end and theirs' start.
+        if attempt.tool_calls:
+            store.put_tasks(attempt.tool_calls)
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """What one attempt at a block did: its node, its result, the dependents whose release its completion
+    claimed (with their tokens), and the tool-call tasks of a completed block, to write."""
+
+    node: NodeItem
+    result: BlockResult
+    claimed: dict[str, str] = field(default_factory=dict)
+    tool_calls: list[TaskItem] = field(default_factory=list)
 
 
 def _run_once(
@@ -62,8 +79,7 @@ def _run_once(
     store: Store,
     files: ArtifactStore | None,
     provider: ModelProvider | None,
-) -> tuple[NodeItem, BlockResult, dict[str, str]]:
-    """The node, the result of this attempt, and the dependents whose release its completion claimed."""
+) -> _Attempt:
     logger.append_keys(run_id=block.run_id, block_id=block.block_id, block_type=block.block_type)
     for key in ("run_id", "block_id", "block_type"):
         tracer.put_annotation(key, getattr(block, key))
@@ -75,7 +91,7 @@ def _run_once(
             # A retry after a crash between the node's write and its tasks' finishes the tasks.
             for task_id in _task_ids(block.canvas_id, node.block_id):
                 store.set_task_status(block.canvas_id, task_id, TaskStatus.COMPLETED)
-        return node, BlockResult(block_id=node.block_id, status=node.status.value), {}
+        return _Attempt(node, BlockResult(block_id=node.block_id, status=node.status.value))
 
     unfinished = [n for n in inputs if n.status != NodeStatus.COMPLETED]
     # A page or video that could not be read (refused, gone, malformed) is a source the run goes without: the
@@ -88,7 +104,7 @@ def _run_once(
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": reason})
         count("BlocksSkipped", step=node.type)
-        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value), {}
+        return _Attempt(node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value))
 
     run = _run(store, block.run_id)
     if run is None:
@@ -108,7 +124,7 @@ def _run_once(
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": refusal})
         count("BlocksSkipped", step=node.type)
-        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value), {}
+        return _Attempt(node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value))
 
     ctx = BlockContext(
         run=run, node=node, inputs=inputs, files=files or ArtifactStore(), provider=provider or get_provider()
@@ -162,21 +178,23 @@ def _run_once(
         if not store.update_node(
             block.canvas_id, node.block_id, expect_status=running, status=NodeStatus.SKIPPED.value, error=reason
         ):
-            return node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value), {}  # timed out meanwhile
+            return _Attempt(
+                node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
+            )  # timed out meanwhile
         for task_id in _task_ids(block.canvas_id, node.block_id):
             store.set_task_status(block.canvas_id, task_id, TaskStatus.ERROR)
         logger.info("Block skipped", extra={"reason": reason})
         count("BlocksSkipped", step=node.type)
-        return node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value), {}
+        return _Attempt(node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value))
     if finished is None:
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
         count("BlocksFailed", step=node.type)
-        return node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value), {}
-    store.put_tasks(tool_call_tasks(node, ctx.usage))
+        return _Attempt(node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value))
     logger.info("Block completed", extra={"content_chars": len(output.content)})
     count("BlocksCompleted", step=node.type)
     count("CreditsDebited", credits, step=node.type)
-    return node, BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value), finished.released
+    completed = BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
+    return _Attempt(node, completed, finished.released, tool_call_tasks(node, ctx.usage))
 
 
 @contextmanager
