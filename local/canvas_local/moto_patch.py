@@ -477,46 +477,42 @@ def install_caches() -> None:
     partition, DynamoDB attribute values answered as they are stored."""
     modules = tuple(_ORIGINAL_LIST_MODULES())
     moto_backends.list_of_moto_modules = lambda: modules
-    DomainDispatcherApplication.get_backend_for_host = _backend_for_host  # type: ignore[method-assign]
-    AmazonStateLanguageParser.parse = staticmethod(_parse_once)  # type: ignore[method-assign]
-    Table.query = _query_partition  # type: ignore[method-assign]
-    sfn_json_path.parse = _json_path_once
-    sfn_result_path.parse = _result_path_once
-    JSONSerializer._serialize_type_structure = _serialize_structure  # type: ignore[method-assign]
-    JSONSerializer._serialize_type_map = _serialize_map  # type: ignore[method-assign]
-    UpdateExpressionParser.make = classmethod(_update_expression_once)  # type: ignore[method-assign]
-    ddb_validators.Validator.__init__ = _validator_init  # type: ignore[method-assign]
-    ddb_validators.Validator.validate = _validate  # type: ignore[method-assign]
-    DepthFirstTraverser.nodes_to_be_processed = _nodes_to_be_processed  # type: ignore[method-assign]
-    DepthFirstTraverser.traverse_node_recursively = _traverse  # type: ignore[method-assign]
-    ConditionExpressionParser.parse = _parse_condition  # type: ignore[method-assign]
-    moto_responses.method_names_from_class = _method_names
-    Item.__deepcopy__ = _copy_item  # type: ignore[method-assign]
-    InlineIterationComponent._launch_worker = _launch_worker_with_work  # type: ignore[method-assign]
-    for module in INTERPRETER_COPYING_MODULES:
-        module.copy = _JSON_COPY  # type: ignore[attr-defined]
+    for owner, name, _, patch in _cache_patches():
+        setattr(owner, name, patch)
 
 
 def uninstall_caches() -> None:
     moto_backends.list_of_moto_modules = _ORIGINAL_LIST_MODULES
-    DomainDispatcherApplication.get_backend_for_host = _ORIGINAL_BACKEND_FOR_HOST  # type: ignore[method-assign]
-    AmazonStateLanguageParser.parse = _ORIGINAL_PARSE  # type: ignore[method-assign]
-    Table.query = _ORIGINAL_QUERY  # type: ignore[method-assign]
-    sfn_json_path.parse = _ORIGINAL_JSON_PATH_PARSE
-    sfn_result_path.parse = _ORIGINAL_RESULT_PATH_PARSE
-    JSONSerializer._serialize_type_structure = _ORIGINAL_JSON_STRUCTURE  # type: ignore[method-assign]
-    JSONSerializer._serialize_type_map = _ORIGINAL_JSON_MAP  # type: ignore[method-assign]
-    UpdateExpressionParser.make = classmethod(_ORIGINAL_UPDATE_EXPRESSION_MAKE.__func__)  # type: ignore[method-assign]
-    ddb_validators.Validator.__init__ = _ORIGINAL_VALIDATOR_INIT  # type: ignore[method-assign]
-    ddb_validators.Validator.validate = _ORIGINAL_VALIDATE  # type: ignore[method-assign]
-    DepthFirstTraverser.nodes_to_be_processed = _ORIGINAL_NODES_TO_BE_PROCESSED  # type: ignore[method-assign]
-    DepthFirstTraverser.traverse_node_recursively = _ORIGINAL_TRAVERSE  # type: ignore[method-assign]
-    ConditionExpressionParser.parse = _ORIGINAL_CONDITION_PARSE  # type: ignore[method-assign]
-    moto_responses.method_names_from_class = _ORIGINAL_METHOD_NAMES
-    Item.__deepcopy__ = _ORIGINAL_ITEM_DEEPCOPY  # type: ignore[method-assign]
-    InlineIterationComponent._launch_worker = _ORIGINAL_LAUNCH_WORKER  # type: ignore[method-assign]
-    for module in INTERPRETER_COPYING_MODULES:
-        module.copy = copy  # type: ignore[attr-defined]
+    for owner, name, original, _ in _cache_patches():
+        setattr(owner, name, original)
+
+
+def _cache_patches() -> list[tuple[Any, str, Any, Any]]:
+    """Every attribute `install_caches` replaces: (its owner, its name, moto's own, the patch)."""
+    return [
+        (DomainDispatcherApplication, "get_backend_for_host", _ORIGINAL_BACKEND_FOR_HOST, _backend_for_host),
+        (AmazonStateLanguageParser, "parse", _ORIGINAL_PARSE, staticmethod(_parse_once)),
+        (Table, "query", _ORIGINAL_QUERY, _query_partition),
+        (sfn_json_path, "parse", _ORIGINAL_JSON_PATH_PARSE, _json_path_once),
+        (sfn_result_path, "parse", _ORIGINAL_RESULT_PATH_PARSE, _result_path_once),
+        (JSONSerializer, "_serialize_type_structure", _ORIGINAL_JSON_STRUCTURE, _serialize_structure),
+        (JSONSerializer, "_serialize_type_map", _ORIGINAL_JSON_MAP, _serialize_map),
+        (
+            UpdateExpressionParser,
+            "make",
+            classmethod(_ORIGINAL_UPDATE_EXPRESSION_MAKE.__func__),
+            classmethod(_update_expression_once),
+        ),
+        (ddb_validators.Validator, "__init__", _ORIGINAL_VALIDATOR_INIT, _validator_init),
+        (ddb_validators.Validator, "validate", _ORIGINAL_VALIDATE, _validate),
+        (DepthFirstTraverser, "nodes_to_be_processed", _ORIGINAL_NODES_TO_BE_PROCESSED, _nodes_to_be_processed),
+        (DepthFirstTraverser, "traverse_node_recursively", _ORIGINAL_TRAVERSE, _traverse),
+        (ConditionExpressionParser, "parse", _ORIGINAL_CONDITION_PARSE, _parse_condition),
+        (moto_responses, "method_names_from_class", _ORIGINAL_METHOD_NAMES, _method_names),
+        (Item, "__deepcopy__", _ORIGINAL_ITEM_DEEPCOPY, _copy_item),
+        (InlineIterationComponent, "_launch_worker", _ORIGINAL_LAUNCH_WORKER, _launch_worker_with_work),
+        *((module, "copy", copy, _JSON_COPY) for module in INTERPRETER_COPYING_MODULES),
+    ]
 
 
 # jsonpath_ng builds a new yacc parser for every parse; a parsed path holds no data, so one serves all.

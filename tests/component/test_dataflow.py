@@ -303,3 +303,16 @@ def test_a_late_completion_claims_nothing(aws):
     assert completion is None
     assert Store().get_node_item(canvas_id, a)["status"] == "error"
     assert sent.sent == ["token-b"]
+
+
+def test_a_dependent_listed_twice_is_sent_its_claimed_token_once(aws):
+    # Given a -> b, b parked and waiting for a alone, and a's dependents listing b twice
+    canvas_id, [a, b] = canvas([(0, 1)], 2)
+    sent = RecordingExecutions()
+    register_wait(canvas_id, b, "token-b", executions=sent)
+    claimed = start_and_complete(canvas_id, a, [b, b])
+    # When a releases them
+    released = release_ready(canvas_id, a, [b, b], executions=sent, claimed=claimed)
+    # Then b's token went once
+    assert released["released"] == [b]
+    assert sent.sent == ["token-b"]

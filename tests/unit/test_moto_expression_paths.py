@@ -468,3 +468,19 @@ def _copy_uses(source: str) -> list[str]:
     import re
 
     return re.findall(r"\bcopy\.(\w+)", source)
+
+
+def test_the_caches_replace_each_patched_attribute_and_give_moto_its_own_back(caches: Callable[[bool], None]):
+    def raw(value: Any) -> Any:  # a classmethod or staticmethod made again wraps the same function
+        return getattr(value, "__func__", value)
+
+    patches = moto_patch._cache_patches()
+    caches(False)
+    own = [raw(inspect.getattr_static(owner, name)) for owner, name, _, _ in patches]
+    caches(True)
+    assert all(raw(inspect.getattr_static(owner, name)) is raw(patch) for owner, name, _, patch in patches), (
+        "an attribute install_caches lists was not replaced"
+    )
+    caches(False)
+    assert [raw(inspect.getattr_static(owner, name)) for owner, name, _, _ in patches] == own
+    assert own == [raw(original) for _, _, original, _ in patches]
