@@ -9,10 +9,11 @@ The stack's own boto3 clients (handlers, stack, watcher) do not need the socket 
 hands their requests to the same app in the calling thread, which saves the HTTP round trip and the two thread
 handoffs of every call. The server stays for everyone else (presigned URLs, other processes).
 
-A call to DynamoDB, Step Functions, SQS or EventBridge is answered even earlier, as soon as botocore has serialized
-it (`before-call`), when moto would take its default account and region from the request's signature anyway (the
-client's region is moto's default and its access key is not one moto reads from a signature: the stack's clients
-use "testing"). Nothing else in moto reads the signature, user agent or retry headers, so botocore's signing,
+A call to DynamoDB, Step Functions, SQS or EventBridge is answered even earlier, as soon as botocore has validated
+and serialized its parameters (the clients' classes get a `_make_api_call` that asks the transport first), when
+moto would take its default account and region from the request's signature anyway (the client's region is moto's
+default and its access key is not one moto reads from a signature: the stack's clients use "testing"). Nothing
+else in moto reads the endpoint, signature, user agent or retry headers, so botocore's endpoint rules, signing,
 request building and retry loop are skipped; the answer is parsed as botocore's endpoint parses it (DynamoDB's
 attribute values built directly, as its parser would build them).
 """
@@ -29,6 +30,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from botocore.awsrequest import AWSResponse
+from botocore.client import BaseClient
 from botocore.endpoint import convert_to_response_dict
 from botocore.exceptions import ClientError
 from botocore.httpchecksum import handle_checksum_body
@@ -97,12 +99,12 @@ class MotoServer:
         endpoint in the calling thread, through the same app and locks; other endpoints are left alone."""
         if self._server is None or self._in_process is None:
             raise RuntimeError("moto's server is not started")
-        session.events.register("before-call", self._in_process.answer_call)
+        session.events.register("creating-client-class", self._in_process.add_client_class)
         session.events.register("before-send", self._in_process)
         self._sessions.append(session)
 
     def stop_serving_in_process(self, session: Any) -> None:
-        session.events.unregister("before-call", self._in_process.answer_call)
+        session.events.unregister("creating-client-class", self._in_process.add_client_class)
         session.events.unregister("before-send", self._in_process)
         if session in self._sessions:
             self._sessions.remove(session)
@@ -137,7 +139,8 @@ class MotoServer:
 class InProcessTransport:
     """A botocore `before-send` handler: a request for moto's endpoint is answered by moto's WSGI app in the
     calling thread, with the environ werkzeug's server would have built; any other request goes on as usual.
-    `answer_call`, a `before-call` handler, answers the calls to moto's JSON services before a request is built."""
+    `answer` answers the calls to moto's JSON services before botocore resolves an endpoint or builds a request
+    (through `_AnsweredInProcess`, which `add_client_class` gives the session's clients)."""
 
     def __init__(self, app: Any, host: str, port: int):
         self._app = app
@@ -148,32 +151,59 @@ class InProcessTransport:
         self._parsers = ResponseParserFactory()
         self.served = 0
 
-    def answer_call(
-        self,
-        model: Any,
-        params: dict[str, Any],
-        context: dict[str, Any],
-        request_signer: Any = None,
-        event_name: str = "",
-        **_: Any,
-    ) -> tuple[AWSResponse, dict[str, Any]] | None:
-        """The HTTP response and the parsed answer of a call to one of moto's JSON services at its endpoint (what
-        botocore's endpoint would return for it), or None for botocore to send the request its usual way."""
-        handler = _JSON_HANDLERS.get(event_name.split(".")[1] if event_name.count(".") >= 2 else "")
-        url = params.get("url")
-        if handler is None or url != self._root or params.get("method") != "POST":
+    def answer(self, client: BaseClient, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any] | None:
+        """The parsed answer of a call to one of moto's JSON services at its endpoint, as botocore's
+        `_make_api_call` would return it (or the error it would raise), or None for botocore to make the call.
+
+        The parameters go through the client's own hooks (`provide-client-params`, `before-parameter-build`),
+        validation and serializer, and the body moto parses is the one botocore would send. What is skipped is
+        what moto does not read: endpoint rules, user agent, signature, retries and the `before-call` and
+        `before-send` hooks."""
+        meta = client.meta
+        service_id = meta.service_model.service_id.hyphenize()
+        handler = _JSON_HANDLERS.get(service_id)
+        if handler is None or (meta.endpoint_url or "").rstrip("/") != self._prefix:
             return None
-        if model.has_streaming_input or model.has_streaming_output or model.has_event_stream_output:
+        operation = meta.service_model.operation_model(operation_name)
+        if operation.has_streaming_input or operation.has_streaming_output or operation.has_event_stream_output:
             return None
-        if not _signature_names_defaults(request_signer):
+        if not _signature_names_defaults(client._request_signer):
             return None
-        headers = dict(params.get("headers") or {})
+        context = {
+            "client_region": meta.region_name,
+            "client_config": meta.config,
+            "has_streaming_input": False,
+            "auth_type": operation.resolved_auth_type,
+            "unsigned_payload": operation.unsigned_payload,
+            "auth_options": meta.service_model.metadata.get("auth"),
+        }
+        api_params = client._emit_api_params(api_params=api_params, operation_model=operation, context=context)
+        request = client._serializer.serialize_to_request(api_params, operation)  # validates, as botocore does
+        headers = dict(request["headers"])
         if priority.marked():
             headers[priority.HEADER] = "1"
-        status, response_headers, content = self._dispatch(handler, "POST", url, headers, _body_bytes(params["body"]))
+        status, response_headers, content = self._dispatch(
+            handler, "POST", self._root, headers, _body_bytes(request["body"])
+        )
         self.served = next(self._served) + 1
-        http = AWSResponse(url, status, response_headers, MockRawResponse(content))
-        return http, self._parse(http, model, context)
+        http = AWSResponse(self._root, status, response_headers, MockRawResponse(content))
+        parsed = self._parse(http, operation, context)
+        meta.events.emit(
+            f"after-call.{service_id}.{operation_name}",
+            http_response=http,
+            parsed=parsed,
+            model=operation,
+            context=context,
+        )
+        if status >= 300:
+            raise client.exceptions.from_code(parsed.get("Error", {}).get("Code"))(parsed, operation_name)
+        return parsed
+
+    def add_client_class(self, class_attributes: dict[str, Any], base_classes: list[type], **_: Any) -> None:
+        """A `creating-client-class` handler: the clients of the session answer their JSON calls through this
+        transport (`answer`)."""
+        class_attributes["_in_process_transport"] = self
+        base_classes.insert(0, _AnsweredInProcess)
 
     def _parse(self, http: AWSResponse, model: Any, context: dict[str, Any]) -> dict[str, Any]:
         """As botocore's endpoint parses a response (`Endpoint._do_get_response`), after no retry."""
@@ -314,7 +344,17 @@ class InProcessTransport:
         return int(answer["status"].split(" ", 1)[0]), HTTPHeaderDict(answer["headers"]), b"".join(chunks)
 
 
-# The services whose JSON requests are posted to "/" and answered by one handler each, by botocore's event name.
+class _AnsweredInProcess(BaseClient):
+    """The base a served session's client classes get first: a call its transport answers is not made."""
+
+    _in_process_transport: InProcessTransport
+
+    def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> Any:
+        answer = self._in_process_transport.answer(self, operation_name, api_params)
+        return super()._make_api_call(operation_name, api_params) if answer is None else answer
+
+
+# The services whose JSON requests are posted to "/" and answered by one handler each, by botocore's service id.
 _JSON_HANDLERS = {
     "dynamodb": DynamoHandler.dispatch,
     "sfn": StepFunctionResponse.dispatch,

@@ -1,7 +1,8 @@
 """Calls to moto's JSON services (DynamoDB, Step Functions, SQS, EventBridge) answered in the calling thread as
-soon as botocore has serialized them (`InProcessTransport.answer_call`): the answers are the ones moto gives over
-its socket, calls whose signature would tell moto another account or region go the signed way, the moto request
-built for them is the one moto builds, and an API call's priority still reaches moto's locks."""
+soon as botocore has validated and serialized their parameters (`InProcessTransport.answer`): the answers and
+errors are the ones moto gives over its socket, the client's parameter hooks and validation still apply, calls
+whose signature would tell moto another account or region go the signed way, the moto request built for them is
+the one moto builds, and an API call's priority still reaches moto's locks."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError
+from botocore.client import BaseClient, ClientCreator
+from botocore.exceptions import ClientError, ParamValidationError
 from botocore.parsers import JSONParser
 from botocore.signers import RequestSigner
 from moto.core.request import Request
@@ -156,6 +158,36 @@ def test_json_calls_answered_in_process_are_what_the_socket_answers(moto_server,
     assert len(answered) == len(actual) + 1  # and the queue's creation
 
 
+def test_a_call_answered_in_process_goes_through_the_clients_hooks_validation_and_errors(moto_server, answered):
+    # Given a client served in the calling thread, two tables, and a hook that asks for one table at a time
+    _, in_process = sessions(moto_server)
+    dynamodb = client(in_process, moto_server, "dynamodb")
+    for name in ("hooked-a", "hooked-b"):
+        dynamodb.create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.ListTables", lambda params, **_: {**params, "Limit": 1}
+    )
+    answered_before = len(answered)
+
+    # When it lists the tables, sends a parameter of the wrong type, and asks for a table that does not exist
+    listed = dynamodb.list_tables()
+    with pytest.raises(ParamValidationError, match="Invalid type for parameter TableName"):
+        dynamodb.describe_table(TableName=5)
+    with pytest.raises(dynamodb.exceptions.ResourceNotFoundException) as missing:
+        dynamodb.describe_table(TableName="no-such-table")
+
+    # Then the hook's parameter reached moto, the invalid call was refused before it, and moto's refusal is the
+    # service's own exception class with its status
+    assert len(listed["TableNames"]) == 1 and "LastEvaluatedTableName" in listed
+    assert missing.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert answered[answered_before:] == ["ListTables", "DescribeTable"]
+
+
 def test_a_call_moto_would_read_another_region_or_account_from_goes_signed(moto_server, answered):
     # Given clients whose signature names another region, or an access key moto reads from a signature
     _, in_process = sessions(moto_server)
@@ -267,10 +299,14 @@ def test_attribute_values_parse_to_what_botocore_makes_of_them():
 
 
 def test_the_call_seams_keep_the_shapes_the_transport_implements():
-    # botocore offers a response before building a request, with the signer and the request dict it serializes
-    source = inspect.getsource(boto3.client("dynamodb", region_name="us-east-1")._make_api_call)
-    assert "before-call." in source and "request_signer=self._request_signer" in source
-    assert "emit_until_response" in source
+    # botocore builds a client class from bases a `creating-client-class` handler may add to, and makes a call by
+    # emitting the parameter hooks, then serializing with the client's serializer (which validates)
+    assert "creating-client-class." in inspect.getsource(ClientCreator._create_client_class)
+    make_api_call = inspect.getsource(boto3.client("dynamodb", region_name="us-east-1")._make_api_call)
+    assert "self._emit_api_params(" in make_api_call and "request_signer=self._request_signer" in make_api_call
+    assert "self._serializer.serialize_to_request(" in inspect.getsource(BaseClient._convert_to_request_dict)
+    assert "provide-client-params." in inspect.getsource(BaseClient._emit_api_params)
+    assert "raise error_class(parsed_response, operation_name)" in make_api_call
     # The signer says its region and holds the credentials it would sign with
     assert isinstance(RequestSigner.region_name, property)
     signer = boto3.client(
