@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+import time
 
 import pytest
 
@@ -381,6 +382,38 @@ def test_a_block_works_while_its_running_mark_is_written_and_completes_after_it(
     # Then the node completed, and its tool-call task was written and completed
     [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
     assert node.status.value == "completed" and node.content == "Worked while the mark was written."
+    tool_calls = [t for t in Store().get_tasks(created["canvas_id"]) if t.task_type.value == "tool-call-task"]
+    assert [t.status.value for t in tool_calls] == ["completed"]
+
+
+def test_a_running_mark_waits_for_the_work_to_get_going_and_no_longer_than_the_work(
+    aws, account, function, context, monkeypatch
+):
+    # Given a running mark that would wait a minute for the block's work, and a block whose work looks at its
+    # node while it runs, then ends at once
+    from canvas_core.blocks.context import BlockOutput
+
+    monkeypatch.setattr("canvas_core.blocks.runner.MARK_AFTER_SECONDS", 60)
+    seen_while_working = []
+
+    def behaviour(ctx):
+        [node] = Store().get_nodes(ctx.node.canvas_id, [ctx.node.block_id])
+        seen_while_working.append(node.status.value)
+        return BlockOutput(content="Done before the mark was due.")
+
+    monkeypatch.setattr("canvas_core.blocks.runner.implementation", lambda block_type: behaviour)
+    created = start_run(function, context, account.api_key)
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    first = function("orchestration/plan_canvas")(ids, context)["blocks"][0]
+    # When the block runs
+    started = time.monotonic()
+    assert function(BLOCK_FOLDERS[first["block_type"]])({**ids, **first}, context)["status"] == "completed"
+    # Then its work ran before the mark was written, the work's end let the mark be written at once (not a minute
+    # later), and the block completed with its tool-call task
+    assert seen_while_working == ["idle"]
+    assert time.monotonic() - started < 30
+    [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
+    assert node.status.value == "completed"
     tool_calls = [t for t in Store().get_tasks(created["canvas_id"]) if t.task_type.value == "tool-call-task"]
     assert [t.status.value for t in tool_calls] == ["completed"]
 

@@ -27,6 +27,8 @@ from canvas_core.planner import persona_task_id, tool_call_task_id, tool_call_ta
 from canvas_core.pricing import balance_refusal, block_credits
 from canvas_core.providers import ModelProvider, get_provider
 
+# How long a block's running mark waits for its work (and that of blocks released with it) to get going.
+MARK_AFTER_SECONDS = 0.05
 OPTIONAL_INPUTS = frozenset({BlockType.WEB.value, BlockType.YT.value})
 
 
@@ -199,15 +201,16 @@ def _run_once(
 
 @contextmanager
 def _marked_running(store: Store, node: NodeItem) -> Iterator[None]:
-    """The node `running` with its tool-call task, written while the block's work begins: the write is not
+    """The node `running` with its tool-call task, written while the block's work goes on: the write is not
     between an input's end and this block's start. Nothing else is written before it lands (the block's
     failure or completion waits for it), and an error of the write is the block's."""
     errors: list[BaseException] = []
+    work_ended = threading.Event()
 
     def mark() -> None:
-        # The block's own thread goes on first: where both run in one interpreter (the embedded stack), the
-        # write would otherwise hold it until it is done.
-        time.sleep(0)
+        # The work starts first, and so does that of blocks released with it: where they share one interpreter (the
+        # embedded stack), the write would otherwise go before them. It waits a moment, or until the work ends.
+        work_ended.wait(MARK_AFTER_SECONDS)
         try:
             store.start_block(node.canvas_id, node.block_id, _tool_call_task(node))
         except BaseException as exc:  # handed to the block's thread below
@@ -218,6 +221,7 @@ def _marked_running(store: Store, node: NodeItem) -> Iterator[None]:
     try:
         yield
     finally:
+        work_ended.set()
         writer.join()
     if errors:
         raise errors[0]
