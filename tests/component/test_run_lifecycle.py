@@ -4,8 +4,8 @@ then read back through the API: status, DAG and task tree."""
 from __future__ import annotations
 
 import json
-import uuid
 import time
+import uuid
 
 import pytest
 
