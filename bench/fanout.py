@@ -34,14 +34,14 @@ def main() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     overheads: dict[float, list[float]] = {value: [] for value in values}
     with LocalStack(api_keys=[API_KEY], parameter_overrides={"LogLevel": "WARNING"}) as stack:
-        bench = Runner(stack)
-        bench.run("fanout-warm-up", dags["chain"])
+        runs = Runner(stack)
+        runs.run("fanout-warm-up", dags["chain"])
         for round_ in range(args.rounds):
             for value in values if round_ % 2 == 0 else values[::-1]:
                 runner.MARK_AFTER_SECONDS = value
                 total = 0.0
                 for name in names:
-                    makespan, _ = bench.run(f"fanout-{name}-{round_}-{value}", dags[name])
+                    makespan, _ = runs.run(f"fanout-{name}-{round_}-{value}", dags[name])
                     total += (makespan - dags[name].critical_path()) * 1000
                 overheads[value].append(total)
     for value, seen in overheads.items():
