@@ -497,3 +497,62 @@ def test_a_block_releases_its_dependent_before_writing_its_tool_calls_and_writes
         "Model call: model-a (10 tokens in, 5 out)",
         "Model call: model-b (7 tokens in, 3 out)",
     ]
+
+
+@pytest.mark.parametrize("read_fails", [False, True])
+def test_a_dependent_that_parks_while_the_block_works_is_released_by_the_completion(
+    aws, account, function, context, monkeypatch, read_fails
+):
+    # Given a prompt block and its text block, not parked yet when the prompt block starts; the text block parks
+    # while the prompt block works, and the work goes on until the dependents have been looked at again
+    import threading
+
+    from canvas_core.blocks.context import BlockOutput
+    from canvas_core.blocks.runner import run_block
+    from canvas_core.dataflow import register_wait
+    from canvas_core.errors import StorageError
+    from canvas_core.models.blocks import BlockInput
+
+    sent: list[str] = []
+    claims_after: list[str] = []
+    looked_again = threading.Event()
+
+    class Executions:
+        def send_task_success(self, task_token, output):
+            sent.append(task_token)
+            return True
+
+    real_get_node_items, real_claim = Store.get_node_items, Store.claim_ready_release
+
+    def get_node_items(self, canvas_id, block_ids):
+        looked_again.set()
+        if read_fails:
+            raise StorageError("DynamoDB ProvisionedThroughputExceededException: slow down")
+        return real_get_node_items(self, canvas_id, block_ids)
+
+    def claim_ready_release(self, canvas_id, block_id, now):
+        claims_after.append(block_id)
+        return real_claim(self, canvas_id, block_id, now)
+
+    created = start_run(function, context, account.api_key)
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    first, second = function("orchestration/plan_canvas")(ids, context)["blocks"]
+
+    def behaviour(ctx):
+        register_wait(created["canvas_id"], second["block_id"], "token-second", executions=Executions())
+        assert looked_again.wait(10)
+        return BlockOutput(content="Worked while the text block parked.")
+
+    monkeypatch.setattr("canvas_core.blocks.runner.MARK_AFTER_SECONDS", 0.01)
+    monkeypatch.setattr("canvas_core.blocks.runner.implementation", lambda block_type: behaviour)
+    monkeypatch.setattr(Store, "get_node_items", get_node_items)
+    monkeypatch.setattr(Store, "claim_ready_release", claim_ready_release)
+    # When the prompt block runs
+    block = BlockInput.model_validate({**ids, **first})
+    assert run_block(block, first["block_type"], executions=Executions()).status == "completed"
+    # Then the text block's token went once: claimed by the completion when the second look found it parked, by the
+    # release after the completion when that look failed
+    assert sent == ["token-second"]
+    assert claims_after == ([second["block_id"]] if read_fails else [])
+    [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
+    assert node.status.value == "completed"

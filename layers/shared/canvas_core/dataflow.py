@@ -5,7 +5,8 @@ so every block is admitted together and none can wait on a block that was never 
 inputs runs at once; any other first parks in `Wait For Inputs` (a `.waitForTaskToken` task): `register_wait`
 stores the token on the node. A block that completes counts itself as an ended input of each dependent in the
 write that completes it (`Store.complete_block`). The same write claims the release of the dependents that were
-parked and waiting for it alone when it started (`claimable_by_completion`), whose tokens it then sends;
+parked and waiting for it alone when it started, or when it looked at them again while it worked
+(`claimable_by_completion`), whose tokens it then sends;
 `release_ready` claims each other dependent that is ready and parked, in one conditional write each. Otherwise
 (skipped, or failed: Release Dependents, where the state machine's Catch goes, first records the failure)
 `release_dependents` reads the dependents in one request and counts the block on those it was not counted on

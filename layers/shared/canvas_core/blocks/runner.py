@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +18,7 @@ from canvas_core.blocks.context import BlockContext
 from canvas_core.blocks.registry import implementation
 from canvas_core.content import content_fields, with_full_content
 from canvas_core.dataflow import claimable_by_completion, record_block_failure, release_dependents, release_ready
-from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError
+from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError, StorageError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
 from canvas_core.models.items import NodeItem, RunItem, TaskItem
@@ -131,9 +131,10 @@ def _run_once(
     ctx = BlockContext(
         run=run, node=node, inputs=inputs, files=files or ArtifactStore(), provider=provider or get_provider()
     )
+    claims = _Claims(store, node, claimable)
     started = time.monotonic()
     try:
-        with _marked_running(store, node):
+        with _marked_running(store, node, then=claims.refresh):
             output = behaviour(ctx)
     except BlockRetryableError:
         count("BlockRetryableErrors", step=node.type)
@@ -169,7 +170,7 @@ def _run_once(
             credits=credits,
             debit_account=run.account_id,
             dependents=node.dependents,
-            release=claimable,
+            release=claims.tokens,
             artifacts=output.artifacts,
             **({"url": output.url} if output.url else {}),
         )
@@ -199,11 +200,43 @@ def _run_once(
     return _Attempt(node, completed, finished.released, tool_call_tasks(node, ctx.usage))
 
 
+class _Claims:
+    """The dependents whose release the block's completion may claim, with their tokens: those waiting for this
+    block alone when it started, and, looked at again once its work is under way, those that have come to since
+    (parked meanwhile, or their other inputs ended). Each release that rides in the completion is a conditional
+    write less between this block's end and that dependent's start."""
+
+    def __init__(self, store: Store, node: NodeItem, tokens: dict[str, str]):
+        self.store = store
+        self.node = node
+        self.tokens = tokens
+
+    def refresh(self) -> bool:
+        """Read the dependents not claimable yet (one read, beside the work) and add those that now are; whether
+        some are still not. A failed read changes nothing: the release after the completion claims them as it
+        would have."""
+        others = self._others()
+        if not others:
+            return False
+        try:
+            stored = self.store.get_node_items(self.node.canvas_id, others)
+        except StorageError:
+            logger.warning("Could not look at the dependents again; they are released after the completion")
+            return False
+        self.tokens = {**self.tokens, **claimable_by_completion(self.node.block_id, stored)}
+        return bool(self._others())
+
+    def _others(self) -> list[str]:
+        return [d for d in dict.fromkeys(self.node.dependents) if d not in self.tokens]
+
+
 @contextmanager
-def _marked_running(store: Store, node: NodeItem) -> Iterator[None]:
+def _marked_running(store: Store, node: NodeItem, then: Callable[[], bool] | None = None) -> Iterator[None]:
     """The node `running` with its tool-call task, written while the block's work goes on: the write is not
     between an input's end and this block's start. Nothing else is written before it lands (the block's
-    failure or completion waits for it), and an error of the write is the block's."""
+    failure or completion waits for it), and an error of the write is the block's. `then` runs after the mark
+    on the same thread while the work still goes on, again at growing intervals for as long as it returns True;
+    it too is joined before the block's next write."""
     errors: list[BaseException] = []
     work_ended = threading.Event()
 
@@ -214,6 +247,18 @@ def _marked_running(store: Store, node: NodeItem) -> Iterator[None]:
         try:
             store.start_block(node.canvas_id, node.block_id, _tool_call_task(node))
         except BaseException as exc:  # handed to the block's thread below
+            errors.append(exc)
+            return
+        if then is None:
+            return
+        # Then again at growing intervals (after 4, 16, 64... times the first wait) while the work goes on.
+        pause = MARK_AFTER_SECONDS * 3
+        try:
+            while not work_ended.is_set() and then():
+                if work_ended.wait(pause):
+                    break
+                pause *= 4
+        except BaseException as exc:
             errors.append(exc)
 
     writer = threading.Thread(target=mark, name=f"start-{node.block_id}", daemon=True)
