@@ -14,11 +14,17 @@ import logging
 import random
 import statistics
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from bench.dags import Block, Dag, Script, layered_random_dag, scripted
+from canvas_core.adapters.store import Store
 from canvas_core.auth import authenticate
+from canvas_core.blocks import runner as block_runner
 from canvas_core.models.api import CreateRunRequest
 from canvas_core.runs import create_run
 from canvas_local.stack import LocalStack
@@ -49,6 +55,29 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
+@contextmanager
+def counted_releases() -> Iterator[Counter[str]]:
+    """While active, how completed blocks released their dependents: `completion`, claimed by the write that
+    completed the block; `after`, claimed by a write of its own after it (a write more before the dependent starts)."""
+    counts: Counter[str] = Counter()
+    real_release_ready, real_claim = block_runner.release_ready, Store.claim_ready_release
+
+    def release_ready(*args: Any, claimed: dict[str, str] | None = None, **kwargs: Any) -> Any:
+        counts["completion"] += len(claimed or {})
+        return real_release_ready(*args, claimed=claimed, **kwargs)
+
+    def claim_ready_release(self: Store, *args: Any, **kwargs: Any) -> Any:
+        node = real_claim(self, *args, **kwargs)
+        counts["after"] += node is not None
+        return node
+
+    with (
+        mock.patch.object(block_runner, "release_ready", release_ready),
+        mock.patch.object(Store, "claim_ready_release", claim_ready_release),
+    ):
+        yield counts
+
+
 class Runner:
     def __init__(self, stack: LocalStack):
         self.stack = stack
@@ -60,16 +89,18 @@ class Runner:
         self.makespan_cpu = 0.0
         # The last run's blocks: when each started and finished.
         self.script = Script()
+        # The last run's releases by completed blocks, by how they were claimed (`counted_releases`).
+        self.releases: Counter[str] = Counter()
 
     def run(self, name: str, dag: Dag) -> tuple[float, tuple[int, int]]:
         """(makespan of the blocks in seconds, (state transitions of the blocks, of the run itself))."""
-        with scripted({name: dag}) as script:
+        with scripted({name: dag}) as script, counted_releases() as releases:
             created = create_run(CreateRunRequest(prompt=name, template="auto"), self.account_id)
             execution_arn = f"{self.execution_prefix}:{created.run_id}"
             ended = self.stack.wait_for_execution(execution_arn, timeout=600)
         if ended["status"] != "SUCCEEDED" or len(script.finished) != len(dag.blocks):
             raise RuntimeError(f"{name}: execution {ended['status']}, {len(script.finished)} blocks finished")
-        self.script = script
+        self.script, self.releases = script, releases
         makespan = max(script.finished.values()) - min(script.started.values())
         self.makespan_cpu = max(script.cpu_finished.values()) - min(script.cpu_started.values())
         return makespan, self.transitions(execution_arn)
@@ -119,6 +150,7 @@ def main() -> None:
         runner = Runner(stack)
         measured, baseline, block_transitions, run_transitions, all_transitions = [], [], [], [], []
         bands: dict[str, list[tuple[float, float]]] = {band_of(high): [] for _, high in WIDTH_BANDS}
+        releases: Counter[str] = Counter()
         started = time.monotonic()
         for name, dag in suite():
             makespan, (per_blocks, per_run) = runner.run(name, dag)
@@ -130,9 +162,11 @@ def main() -> None:
             run_transitions.append(per_run)
             all_transitions.append((per_blocks + per_run) / len(dag.blocks))
             bands[band_of(len(dag.blocks))].append((ratio, level))
+            releases += runner.releases
             print(
                 f"  {name:<11} blocks={len(dag.blocks):>2} critical={critical:5.2f}s makespan={makespan:5.2f}s "
-                f"ratio={ratio:.4f} level_by_level={level:.4f} transitions/block={per_blocks / len(dag.blocks):.2f}",
+                f"ratio={ratio:.4f} level_by_level={level:.4f} transitions/block={per_blocks / len(dag.blocks):.2f} "
+                f"released_by_completion={runner.releases['completion']} after={runner.releases['after']}",
                 flush=True,
             )
         chain = Dag([Block(0.0) for _ in range(20)], [(i, i + 1) for i in range(19)])
@@ -153,6 +187,9 @@ def main() -> None:
                 f"makespan_ratio_p50_blocks_{band} {statistics.median(r for r, _ in pairs):.4f} "
                 f"(level_by_level {statistics.median(b for _, b in pairs):.4f}, {len(pairs)} dags)"
             )
+    # Releases a completed block's own write claimed, of all those it made (the others cost a write after it).
+    released = releases["completion"] + releases["after"]
+    print(f"releases_in_completion {releases['completion'] / max(released, 1):.2f} ({released} releases)")
     print(f"orchestration_overhead_ms_per_block {statistics.median(overheads) * 1000:.0f}")
     # The process's CPU over the same chains: they are bound by CPU, so on a quiet machine it equals the above; on
     # a busy one it leaves out the time spent waiting for a core.
