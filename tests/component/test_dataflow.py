@@ -316,3 +316,24 @@ def test_a_dependent_listed_twice_is_sent_its_claimed_token_once(aws):
     # Then b's token went once
     assert released["released"] == [b]
     assert sent.sent == ["token-b"]
+
+
+def test_a_release_carries_what_a_dependent_with_one_input_would_read_within_its_limit(aws):
+    # Given a -> b, a -> c, d -> c: b reads a alone, c reads a and d; a completed with a short output
+    from canvas_core.dataflow import CARRIED_MAX_BYTES, carried_release
+    from canvas_core.models.blocks import Release
+
+    canvas_id, [a, b, c, _] = canvas([(0, 1), (0, 2), (3, 2)], 4)
+    items = Store().get_node_items(canvas_id, [a, b, c])
+    done = NodeItem.model_validate({**items[a], "status": "completed", "content": "a's output"})
+    account = {"account_id": "acct", "credits_balance": 7}
+    # When a's releases are built
+    to_b, to_c = (carried_release(items[x], done, account) for x in (b, c))
+    too_large = carried_release(items[b], done.model_copy(update={"content": "x" * CARRIED_MAX_BYTES}), account)
+    # Then b's carries its node, a's output and the account; c's (two inputs) and one past the limit, the id alone
+    release = Release.model_validate(to_b)
+    assert release.block_id == b and release.node is not None and release.node.block_id == b
+    assert release.node.inputs == [a] and release.node.dependents == []
+    assert [(n.block_id, n.content) for n in release.inputs or []] == [(a, "a's output")]
+    assert release.account == account
+    assert to_c == {"block_id": c} and too_large == {"block_id": b}

@@ -556,3 +556,38 @@ def test_a_dependent_that_parks_while_the_block_works_is_released_by_the_complet
     assert claims_after == ([second["block_id"]] if read_fails else [])
     [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
     assert node.status.value == "completed"
+
+
+@pytest.mark.parametrize("attempt", [0, 1])
+def test_a_first_attempt_starts_on_what_its_release_carried_and_a_retried_one_reads_the_store(
+    aws, account, function, context, monkeypatch, attempt
+):
+    # Given a prompt block and its text block, released with a carry that differs from the store (the prompt
+    # block's output as "carried", its account as still holding credits)
+    from canvas_core.blocks.context import BlockOutput
+    from canvas_core.blocks.runner import run_block
+    from canvas_core.models.blocks import BlockInput, Release
+
+    created = start_run(function, context, account.api_key)
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    first, second = function("orchestration/plan_canvas")(ids, context)["blocks"]
+    assert function(BLOCK_FOLDERS[first["block_type"]])({**ids, **first}, context)["status"] == "completed"
+    [prompt, text] = Store().get_nodes(created["canvas_id"], [first["block_id"], second["block_id"]])
+    carried = Release(
+        block_id=text.block_id,
+        node=text,
+        inputs=[prompt.model_copy(update={"content": "carried"})],
+        account={"account_id": account.account_id, "credits_balance": 1},
+    )
+    seen: list[str] = []
+
+    def behaviour(ctx):
+        seen.extend(i.content or "" for i in ctx.inputs)
+        return BlockOutput(content="Answered.")
+
+    monkeypatch.setattr("canvas_core.blocks.runner.implementation", lambda block_type: behaviour)
+    block = BlockInput.model_validate({**ids, **second, "release": carried.model_dump(mode="json"), "attempt": attempt})
+    # When the text block runs
+    assert run_block(block, second["block_type"]).status == "completed"
+    # Then its first attempt worked on what the release carried, a retried one on what the store holds
+    assert seen == (["carried"] if attempt == 0 else [prompt.content])

@@ -9,7 +9,7 @@ import collections
 
 import pytest
 
-from bench.dags import Block, Dag, scripted
+from bench.dags import Block, Dag, Script, scripted
 from canvas_core.adapters.store import Store
 from canvas_core.auth import authenticate
 from canvas_core.models.api import CreateRunRequest
@@ -73,3 +73,41 @@ def test_a_block_timed_out_by_the_state_machine_is_recorded_by_its_release(local
         ("error", "The block timed out"),
         ("skipped", "Skipped: its input 'Block 1' did not complete"),
     ]
+
+
+def test_a_block_released_by_its_one_input_starts_without_reading_what_the_release_carried(local_stack, monkeypatch):
+    # Given a -> b -> c and a, b -> d: b and c have one input each, d two; every read a block makes when it starts
+    # is recorded
+    dag = Dag([Block(0.1) for _ in range(4)], [(0, 1), (1, 2), (0, 3), (1, 3)])
+    reads: list[list[str]] = []
+    real_read = Store.get_nodes_and_account
+
+    def get_nodes_and_account(self, canvas_id, block_ids, account_id=None, dependents=None):
+        reads.append(list(block_ids))
+        return real_read(self, canvas_id, block_ids, account_id, dependents=dependents)
+
+    monkeypatch.setattr(Store, "get_nodes_and_account", get_nodes_and_account)
+    inputs_seen: dict[str, list[str]] = {}
+    real_run = Script.run
+
+    def run(self, ctx):
+        inputs_seen[ctx.node.name] = sorted(i.content or "" for i in ctx.inputs)
+        return real_run(self, ctx)
+
+    monkeypatch.setattr(Script, "run", run)
+
+    # When it runs
+    canvas_id, _ = run_and_count(local_stack, "carried releases", dag)
+
+    # Then a (no input) and d (two inputs) read their node and inputs when they started; b and c had them from the
+    # release that started them; every block completed, having worked on its inputs' outputs
+    _, nodes, _ = Store().get_canvas(canvas_id)
+    ids = {n.name: n.block_id for n in nodes}
+    assert sorted(block_ids[0] for block_ids in reads) == sorted([ids["Block 0"], ids["Block 3"]])
+    assert all(n.status.value == "completed" for n in nodes)
+    assert inputs_seen == {
+        "Block 0": [],
+        "Block 1": ["Block 0 done after 0.1s"],
+        "Block 2": ["Block 1 done after 0.1s"],
+        "Block 3": ["Block 0 done after 0.1s", "Block 1 done after 0.1s"],
+    }

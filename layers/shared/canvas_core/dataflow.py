@@ -18,12 +18,13 @@ is released exactly once even when its last input ends while its token is being 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.clock import now_ms
+from canvas_core.models.blocks import Release
 from canvas_core.models.catalog import NodeStatus, TaskStatus
 from canvas_core.models.items import EdgeItem, NodeItem
 from canvas_core.observability import logger
@@ -89,7 +90,7 @@ def release_dependents(
     return {"block_id": block_id, "released": released}
 
 
-def claimable_by_completion(block_id: str, dependents: dict[str, dict[str, Any]]) -> dict[str, str]:
+def claimable_by_completion(block_id: str, dependents: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     """The dependents (as stored when the block started) whose release the block's completion may claim: parked,
     not claimed, and waiting for this block alone. Dependent id -> its task token. An input that ends counts
     itself once, so "this block alone" still holds when the block completes, unless the dependent parks again."""
@@ -103,6 +104,14 @@ def claimable_by_completion(block_id: str, dependents: dict[str, dict[str, Any]]
     }
 
 
+# What a release may carry (`carried_release`): Step Functions keeps at most 256 KB of state data per iteration.
+CARRIED_MAX_BYTES = 32_000
+
+# What a completed block's release sends a dependent: (dependent id, its item as claimed after the completion, or
+# None for one the completion claimed) -> the token's output.
+Carry = Callable[[str, Mapping[str, Any] | None], dict[str, Any]]
+
+
 def release_ready(
     canvas_id: str,
     block_id: str,
@@ -110,23 +119,44 @@ def release_ready(
     store: Store | None = None,
     executions: Executions | None = None,
     claimed: Mapping[str, str] | None = None,
+    carry: Carry | None = None,
 ) -> dict[str, Any]:
     """Release the dependents of a completed block, which its completion counted on each: those whose release the
     completion claimed (`claimed`: dependent id -> task token) are sent their token; every other dependent that is
-    ready and parked is claimed and released in one conditional write (no read first)."""
+    ready and parked is claimed and released in one conditional write (no read first). `carry(dependent_id, item)`
+    gives what each token carries (`carried_release`), with the dependent's item as claimed after the completion
+    (None for one the completion claimed); its block id alone by default."""
     store, executions = store or Store(), executions or Executions()
     claimed = claimed or {}
     released = []
     for dependent_id in dict.fromkeys(dependents):  # each once: a claimed token is sent once
         if dependent_id in claimed:
-            _send(store, executions, canvas_id, {"block_id": dependent_id, "task_token": claimed[dependent_id]})
+            output = carry(dependent_id, None) if carry else None
+            _send(store, executions, canvas_id, {"block_id": dependent_id, "task_token": claimed[dependent_id]}, output)
             released.append(dependent_id)
             continue
         node = store.claim_ready_release(canvas_id, dependent_id, now_ms())
         if node is not None:
-            _send(store, executions, canvas_id, node)
+            _send(store, executions, canvas_id, node, carry(dependent_id, node) if carry else None)
             released.append(dependent_id)
     return {"block_id": block_id, "released": released}
+
+
+def carried_release(
+    dependent: Mapping[str, Any], source: NodeItem, account: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """What the token of a released `dependent` (its item as stored) carries when `source`, completed, released
+    it: for a dependent whose one input is `source`, its node, that input and the account, which it then does not
+    read when it starts (`Release`); for any other, or past CARRIED_MAX_BYTES, its block id alone."""
+    block_id = dependent["block_id"]
+    if list(dependent.get("inputs") or ()) != [source.block_id]:
+        return {"block_id": block_id}
+    node = NodeItem.model_validate({k: v for k, v in dependent.items() if k in NodeItem.model_fields})
+    release = Release(block_id=block_id, node=node, inputs=[source], account=dict(account) if account else None)
+    carried = release.model_dump(mode="json", exclude_defaults=True)
+    if len(json.dumps(carried)) > CARRIED_MAX_BYTES:
+        return {"block_id": block_id}
+    return carried
 
 
 def _release(store: Store, executions: Executions, canvas_id: str, node: dict[str, Any]) -> bool:
@@ -141,11 +171,13 @@ def _release(store: Store, executions: Executions, canvas_id: str, node: dict[st
     return True
 
 
-def _send(store: Store, executions: Executions, canvas_id: str, node: dict[str, Any]) -> None:
-    """Send a claimed block's token."""
+def _send(
+    store: Store, executions: Executions, canvas_id: str, node: Mapping[str, Any], output: dict[str, Any] | None = None
+) -> None:
+    """Send a claimed block's token, with `output` (its block id by default)."""
     block_id = node["block_id"]
     try:
-        executions.send_task_success(node["task_token"], {"block_id": block_id})
+        executions.send_task_success(node["task_token"], output or {"block_id": block_id})
     except Exception:
         # Give the claim back so that the retried step (or the Catch's release) can release the block.
         store.unclaim_release(canvas_id, block_id)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -83,7 +84,7 @@ def block_credits(usage: Any, output: Any) -> int:
     )
 
 
-def balance_refusal(account: dict[str, Any] | None) -> str | None:
+def balance_refusal(account: Mapping[str, Any] | None) -> str | None:
     """Why a block may not start for lack of credits, or None when the account still holds some."""
     balance = int(account.get("credits_balance", 0)) if account else 0
     if balance > 0:

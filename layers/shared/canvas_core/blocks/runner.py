@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +17,14 @@ from canvas_core.adapters.store import Store
 from canvas_core.blocks.context import BlockContext
 from canvas_core.blocks.registry import implementation
 from canvas_core.content import content_fields, with_full_content
-from canvas_core.dataflow import claimable_by_completion, record_block_failure, release_dependents, release_ready
+from canvas_core.dataflow import (
+    Carry,
+    carried_release,
+    claimable_by_completion,
+    record_block_failure,
+    release_dependents,
+    release_ready,
+)
 from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError, StorageError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
@@ -53,7 +60,15 @@ def run_block(
         if result.status == NodeStatus.COMPLETED.value:
             # Its completion counted it on each dependent and claimed those waiting for it alone: their tokens are
             # sent, and the others now ready are claimed.
-            release_ready(block.canvas_id, node.block_id, node.dependents, store, executions, claimed=attempt.claimed)
+            release_ready(
+                block.canvas_id,
+                node.block_id,
+                node.dependents,
+                store,
+                executions,
+                claimed=attempt.claimed,
+                carry=attempt.carry,
+            )
         else:
             release_dependents(block.canvas_id, node.block_id, node.dependents, store=store, executions=executions)
         return result
@@ -67,12 +82,14 @@ def run_block(
 @dataclass(frozen=True)
 class _Attempt:
     """What one attempt at a block did: its node, its result, the dependents whose release its completion
-    claimed (with their tokens), and the tool-call tasks of a completed block, to write."""
+    claimed (with their tokens), the tool-call tasks of a completed block, to write, and what a completed block's
+    releases carry to its dependents."""
 
     node: NodeItem
     result: BlockResult
     claimed: dict[str, str] = field(default_factory=dict)
     tool_calls: list[TaskItem] = field(default_factory=list)
+    carry: Carry | None = None
 
 
 def _run_once(
@@ -87,7 +104,7 @@ def _run_once(
         tracer.put_annotation(key, getattr(block, key))
     if block.block_type != expected_type:
         raise BlockFatalError(f"Block {block.block_id} is a {block.block_type}, not a {expected_type}")
-    node, inputs, account, claimable = _load_node(store, block)
+    node, inputs, account, dependents = _load_node(store, block)
     if node.status in TERMINAL_NODE_STATUSES:
         if node.status == NodeStatus.COMPLETED:
             # A retry after a crash between the node's write and its tasks' finishes the tasks.
@@ -131,7 +148,7 @@ def _run_once(
     ctx = BlockContext(
         run=run, node=node, inputs=inputs, files=files or ArtifactStore(), provider=provider or get_provider()
     )
-    claims = _Claims(store, node, claimable)
+    claims = _Claims(store, node, dependents)
     started = time.monotonic()
     try:
         with _marked_running(store, node, then=claims.refresh):
@@ -156,23 +173,25 @@ def _run_once(
         count("ModelOutputTokens", ctx.usage.output_tokens, step=node.type)
 
     files = ctx.files
-    stored = content_fields(output.content, run.account_id, run.run_id, node.block_id, files)
     credits = block_credits(ctx.usage, output)
+    fields: dict[str, Any] = {
+        **content_fields(output.content, run.account_id, run.run_id, node.block_id, files),
+        "sources": output.sources,
+        "models_used": list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
+        "credits": credits,
+        "artifacts": output.artifacts,
+        **({"url": output.url} if output.url else {}),
+    }
     # Only from `running`: a block the state machine timed out (now `error`) stays failed if it ends late.
     try:
         finished = store.complete_block(
             block.canvas_id,
             node.block_id,
             _task_ids(block.canvas_id, node.block_id),
-            **stored,
-            sources=output.sources,
-            models_used=list(dict.fromkeys([*ctx.usage.models_used, *output.models_used])),
-            credits=credits,
             debit_account=run.account_id,
             dependents=node.dependents,
             release=claims.tokens,
-            artifacts=output.artifacts,
-            **({"url": output.url} if output.url else {}),
+            **fields,
         )
     except CreditsExhaustedError as exc:
         # The balance cannot pay for it (other blocks or runs spent it meanwhile): not charged, not kept.
@@ -197,7 +216,9 @@ def _run_once(
     count("BlocksCompleted", step=node.type)
     count("CreditsDebited", credits, step=node.type)
     completed = BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
-    return _Attempt(node, completed, finished.released, tool_call_tasks(node, ctx.usage))
+    done = node.model_copy(update={**fields, "status": NodeStatus.COMPLETED})
+    carry = claims.carry(done, _debited(account, credits))
+    return _Attempt(node, completed, finished.released, tool_call_tasks(node, ctx.usage), carry)
 
 
 class _Claims:
@@ -206,10 +227,13 @@ class _Claims:
     (parked meanwhile, or their other inputs ended). Each release that rides in the completion is a conditional
     write less between this block's end and that dependent's start."""
 
-    def __init__(self, store: Store, node: NodeItem, tokens: dict[str, str]):
+    def __init__(self, store: Store, node: NodeItem, stored: Mapping[str, Mapping[str, Any]]):
         self.store = store
         self.node = node
-        self.tokens = tokens
+        self.tokens: dict[str, str] = {}
+        # The dependents' items as last read, by block id: what a release carries is built from them.
+        self.items: dict[str, Mapping[str, Any]] = {}
+        self._add(stored)
 
     def refresh(self) -> bool:
         """Read the dependents not claimable yet (one read, beside the work) and add those that now are; whether
@@ -223,8 +247,22 @@ class _Claims:
         except StorageError:
             logger.warning("Could not look at the dependents again; they are released after the completion")
             return False
-        self.tokens = {**self.tokens, **claimable_by_completion(self.node.block_id, stored)}
+        self._add(stored)
         return bool(self._others())
+
+    def carry(self, done: NodeItem, account: Mapping[str, Any] | None) -> Carry:
+        """What the releases of this block, completed as `done`, carry to each dependent: built from its item as
+        claimed after the completion, or as last read for one the completion claimed."""
+
+        def carried(dependent_id: str, claimed: Mapping[str, Any] | None) -> dict[str, Any]:
+            item = claimed or self.items.get(dependent_id)
+            return carried_release(item, done, account) if item else {"block_id": dependent_id}
+
+        return carried
+
+    def _add(self, stored: Mapping[str, Mapping[str, Any]]) -> None:
+        self.items.update(stored)
+        self.tokens = {**self.tokens, **claimable_by_completion(self.node.block_id, stored)}
 
     def _others(self) -> list[str]:
         return [d for d in dict.fromkeys(self.node.dependents) if d not in self.tokens]
@@ -290,9 +328,13 @@ _runs: dict[str, RunItem] = {}
 
 def _load_node(
     store: Store, block: BlockInput
-) -> tuple[NodeItem, list[NodeItem], dict[str, Any] | None, dict[str, str]]:
-    """The block's node, its input nodes, its account (for the balance) and the dependents whose release its
-    completion may claim (with their tokens), in one read when the state machine named inputs and dependents."""
+) -> tuple[NodeItem, list[NodeItem], Mapping[str, Any] | None, dict[str, dict[str, Any]]]:
+    """The block's node, its input nodes, its account (for the balance) and its dependents as stored (for the
+    releases its completion may claim), in one read when the state machine named inputs and dependents; none at
+    all on the first attempt of a block whose release carried them (its dependents are then read beside its work)."""
+    release = block.release
+    if release and release.node and release.inputs is not None and release.account and block.attempt == 0:
+        return release.node, with_full_content(release.inputs), release.account, {}
     wanted = [block.block_id, *(block.inputs or [])]
     nodes, account, dependents = store.get_nodes_and_account(
         block.canvas_id, wanted, block.account_id, dependents=block.dependents
@@ -303,8 +345,16 @@ def _load_node(
         raise BlockFatalError(f"Block {block.block_id} not found on canvas {block.canvas_id}")
     if block.inputs is None or set(block.inputs) != set(node.inputs):
         found |= {n.block_id: n for n in store.get_nodes(block.canvas_id, node.inputs)}
-    claimable = claimable_by_completion(node.block_id, {d: dependents[d] for d in node.dependents if d in dependents})
-    return node, with_full_content([found[i] for i in node.inputs if i in found]), account, claimable
+    stored = {d: dependents[d] for d in node.dependents if d in dependents}
+    return node, with_full_content([found[i] for i in node.inputs if i in found]), account, stored
+
+
+def _debited(account: Mapping[str, Any] | None, credits: int) -> dict[str, Any] | None:
+    """The account as read when the block started, less what its completion debited."""
+    if account is None:
+        return None
+    balance = int(account.get("credits_balance", 0)) - credits
+    return {"account_id": account.get("account_id"), "credits_balance": balance}
 
 
 def _task_ids(canvas_id: str, block_id: str) -> list[str]:

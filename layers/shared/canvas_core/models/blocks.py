@@ -1,9 +1,23 @@
-"""What a block Lambda receives from the state machine and what it gives back (ids only: outputs travel
-by reference through the canvas, never in the execution state)."""
+"""What a block Lambda receives from the state machine and what it gives back. Outputs travel by reference
+through the canvas: the one exception is a small output handed by a block to the dependent it released, which
+then starts without reading it (`Release`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from canvas_core.models.base import Model
+from canvas_core.models.items import NodeItem
+
+
+class Release(Model):
+    """What the token that released a parked block carried: its block id, and, when its one input released it,
+    what the block would otherwise read when it starts (canvas_core/dataflow.py, `carried_release`)."""
+
+    block_id: str
+    node: NodeItem | None = None
+    inputs: list[NodeItem] | None = None
+    account: dict[str, Any] | None = None
 
 
 class BlockInput(Model):
@@ -16,6 +30,10 @@ class BlockInput(Model):
     inputs: list[str] | None = None
     # The ids of the blocks that read this one, likewise: their release can ride in this block's completion.
     dependents: list[str] | None = None
+    # What the release that started this block carried (Wait For Inputs' result), and the task's attempt: a retried
+    # attempt reads the store, whatever its release carried.
+    release: Release | None = None
+    attempt: int = 0
 
 
 class BlockResult(Model):
