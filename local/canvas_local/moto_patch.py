@@ -25,8 +25,8 @@ Costs moto pays on every request or execution are paid once instead: its server 
 folders and tries every service's URL pattern to route each request (under one lock for all requests), and lists
 a handler's methods to find each request's action; its interpreter parses the ASL definition with ANTLR for every
 execution (the parsed program holds no execution state: that lives in each execution's environment), builds a
-new JSONPath parser for every path it evaluates, copies state data with deepcopy's generic protocol and starts
-MaxConcurrency workers for a Map of fewer items; its DynamoDB writes tokenize and parse the same UpdateExpression
+new JSONPath parser for every path it evaluates, copies state data with deepcopy's generic protocol, starts
+MaxConcurrency workers for a Map of fewer items and a new thread for the work of every task state; its DynamoDB writes tokenize and parse the same UpdateExpression
 and ConditionExpression two or three times each, validate an UpdateExpression with ten walks over a deep copy of
 its tree (some that cannot change it) and copy items through `copy.deepcopy` value by value, and its DynamoDB
 answers walk every attribute value of every item against the service model (they are stored in the wire form
@@ -46,6 +46,7 @@ import copyreg
 import functools
 import inspect
 import json
+import queue
 import threading
 import urllib.request
 import uuid
@@ -457,6 +458,7 @@ _ORIGINAL_TRAVERSE = DepthFirstTraverser.traverse_node_recursively
 _ORIGINAL_CONDITION_PARSE = ConditionExpressionParser.parse
 _ORIGINAL_ITEM_DEEPCOPY = Item.__deepcopy__
 _ORIGINAL_LAUNCH_WORKER = InlineIterationComponent._launch_worker
+_ORIGINAL_TASK_THREAD = sfn_execute_state.Thread
 # The interpreter's modules that copy state data (inputs, results, the stack, values picked by a path) with deepcopy.
 INTERPRETER_COPYING_MODULES = (
     sfn_states,
@@ -511,6 +513,7 @@ def _cache_patches() -> list[tuple[Any, str, Any, Any]]:
         (moto_responses, "method_names_from_class", _ORIGINAL_METHOD_NAMES, _method_names),
         (Item, "__deepcopy__", _ORIGINAL_ITEM_DEEPCOPY, _copy_item),
         (InlineIterationComponent, "_launch_worker", _ORIGINAL_LAUNCH_WORKER, _launch_worker_with_work),
+        (sfn_execute_state, "Thread", _ORIGINAL_TASK_THREAD, TaskThread),
         *((module, "copy", copy, _JSON_COPY) for module in INTERPRETER_COPYING_MODULES),
     ]
 
@@ -883,6 +886,75 @@ def _launch_worker_with_work(self: InlineIterationComponent, env: Any, eval_inpu
             return None
         _workers_started[job_pool] = started + 1
     return _ORIGINAL_LAUNCH_WORKER(self, env=env, eval_input=eval_input, job_pool=job_pool)
+
+
+# Every Task state runs its work on a thread of its own (`ExecutionState._evaluate_with_timeout`), so that the state
+# can time out while the work goes on: a new thread per task, two per block, each start a round trip between two
+# threads for the interpreter lock. The work runs on a thread kept from an earlier task instead, as Lambda runs
+# every invocation of an environment on one thread; one idle for IDLE_TASK_THREAD_SECONDS ends.
+IDLE_TASK_THREAD_SECONDS = 10.0
+
+
+class TaskThread:
+    """What `_evaluate_with_timeout` uses of `threading.Thread` (a target, `start`), and what `TMP_THREADS`' readers
+    use (`ident`, `is_alive`, `join`), with the target run by an idle task thread, or a new one when none is."""
+
+    _idle: list[_TaskRunner] = []
+    _lock = threading.Lock()
+
+    def __init__(self, target: Callable[[], None], daemon: bool | None = None, name: str | None = None):
+        self._target = target
+        self._done = threading.Event()
+        self.ident: int | None = None
+
+    def start(self) -> None:
+        with TaskThread._lock:
+            runner = TaskThread._idle.pop() if TaskThread._idle else None
+        if runner is None:
+            runner = _TaskRunner()
+        self.ident = runner.ident
+        runner.run(self)
+
+    def is_alive(self) -> bool:
+        return self.ident is not None and not self._done.is_set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.ident is None:
+            raise RuntimeError("cannot join thread before it is started")
+        self._done.wait(timeout)
+
+    def _run(self) -> None:
+        try:
+            self._target()
+        finally:
+            self._done.set()
+
+
+class _TaskRunner:
+    """One thread that runs the targets of task states, one at a time, and ends once idle long enough."""
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[TaskThread] = queue.SimpleQueue()
+        thread = threading.Thread(target=self._serve, name="sfn-task", daemon=True)
+        thread.start()
+        self.ident = thread.ident
+
+    def run(self, task: TaskThread) -> None:
+        self._work.put(task)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                task = self._work.get(timeout=IDLE_TASK_THREAD_SECONDS)
+            except queue.Empty:
+                with TaskThread._lock:
+                    if self in TaskThread._idle:
+                        TaskThread._idle.remove(self)
+                        return
+                task = self._work.get()  # taken from the idle list just now: its task is on the way
+            task._run()
+            with TaskThread._lock:
+                TaskThread._idle.append(self)
 
 
 def _copy_item(self: Item, memo: dict[int, Any]) -> Item:

@@ -863,3 +863,66 @@ def test_a_task_whose_function_takes_no_more_invocations_fails_as_lambda_throttl
     # Then moto sees Lambda's throttling error, which the state machine's Retry on Lambda errors matches
     assert raised.value.response["Error"]["Code"] == "TooManyRequestsException"
     assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 429
+
+
+def test_a_task_state_starts_its_work_on_the_thread_class_the_patch_replaces():
+    # Given moto's task states
+    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
+
+    # When the code that runs a task's work is read
+    source = inspect.getsource(execute_state.ExecutionState._evaluate_with_timeout)
+    # Then it starts one thread of the module's `Thread` with a target, keeps it in TMP_THREADS, and waits for the
+    # work with the state's timeout: what TaskThread implements
+    assert moto_patch._ORIGINAL_TASK_THREAD is threading.Thread
+    assert "Thread(target=_exec_and_notify, daemon=True)" in source
+    assert "TMP_THREADS.append(thread)" in source and "thread.start()" in source
+    assert "terminated_event.wait(timeout_seconds)" in source
+
+
+def test_task_threads_run_one_task_at_a_time_each_and_are_kept_for_the_next(monkeypatch):
+    # Given two tasks at once, one of them held
+    held, seen = threading.Event(), []
+
+    def task(name):
+        def run():
+            seen.append((name, threading.get_ident()))
+            if name == "held":
+                held.wait(10)
+
+        return run
+
+    first = moto_patch.TaskThread(target=task("held"), daemon=True)
+    second = moto_patch.TaskThread(target=task("quick"), daemon=True)
+    with pytest.raises(RuntimeError):
+        first.join()
+    assert first.ident is None and not first.is_alive()
+    # When both start, then a third once the quick one has ended
+    first.start()
+    second.start()
+    second.join(5)
+    third = moto_patch.TaskThread(target=task("after"), daemon=True)
+    third.start()
+    third.join(5)
+    # Then the held task kept its thread to itself, the third ran on the quick one's, and each says when it is done
+    threads = dict(seen)
+    assert threads["held"] != threads["quick"] == threads["after"] == second.ident == third.ident
+    assert first.is_alive() and not second.is_alive() and not third.is_alive()
+    held.set()
+    first.join(5)
+    assert not first.is_alive()
+
+
+def test_an_idle_task_thread_ends(monkeypatch):
+    # Given task threads that end after 50 ms without a task
+    monkeypatch.setattr(moto_patch, "IDLE_TASK_THREAD_SECONDS", 0.05)
+    task = moto_patch.TaskThread(target=lambda: None)
+    task.start()
+    task.join(5)
+    ident = task.ident
+    # When it has been idle for longer
+    deadline = time.monotonic() + 5
+    while any(t.ident == ident for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # Then its thread has ended and is no longer offered to the next task
+    assert all(t.ident != ident for t in threading.enumerate())
+    assert all(runner.ident != ident for runner in moto_patch.TaskThread._idle)
