@@ -892,7 +892,7 @@ def _launch_worker_with_work(self: InlineIterationComponent, env: Any, eval_inpu
 # can time out while the work goes on: a new thread per task, two per block, each start a round trip between two
 # threads for the interpreter lock. The work runs on a thread kept from an earlier task instead, as Lambda runs
 # every invocation of an environment on one thread; one idle for IDLE_TASK_THREAD_SECONDS ends.
-IDLE_TASK_THREAD_SECONDS = 10.0
+IDLE_TASK_THREAD_SECONDS = 1.0
 
 
 class TaskThread:
