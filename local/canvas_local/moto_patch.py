@@ -21,18 +21,17 @@ keeps its stack mapped, so a long-lived stack ran out of address space; we drop 
 the newest ended executions, once each ending has been delivered. The ending itself is reported by a hook on
 the interpreter's one "terminated" callback, so nothing has to poll.
 
-Costs moto pays on every request or execution are paid once instead: its server lists moto's own package
-folders and tries every service's URL pattern to route each request (under one lock for all requests), and lists
-a handler's methods to find each request's action; its interpreter parses the ASL definition with ANTLR for every
-execution (the parsed program holds no execution state: that lives in each execution's environment), builds a
-new JSONPath parser for every path it evaluates, copies state data with deepcopy's generic protocol, starts
-MaxConcurrency workers for a Map of fewer items and a new thread for the work of every task state; its DynamoDB writes tokenize and parse the same UpdateExpression
-and ConditionExpression two or three times each, validate an UpdateExpression with ten walks over a deep copy of
-its tree (some that cannot change it) and copy items through `copy.deepcopy` value by value, and its DynamoDB
-answers walk every attribute value of every item against the service model (they are stored in the wire form
-already, so they are copied as they are). A DynamoDB query on a table's own key reads
-only its partition, where moto sorts every item of the table, so a stack that has stored many runs stays
-as fast as a new one.
+Costs moto pays on every request or execution are paid once instead: its server lists moto's own package folders and
+tries every service's URL pattern to route each request (under one lock for all requests), and lists a handler's
+methods to find each request's action; its interpreter parses the ASL definition with ANTLR for every execution (the
+parsed program holds no execution state: that lives in each execution's environment), builds a new JSONPath parser
+for every path it evaluates, copies state data with deepcopy's generic protocol, starts MaxConcurrency workers for a
+Map of fewer items and a new thread for the work of every task state; its DynamoDB writes tokenize and parse the
+same UpdateExpression and ConditionExpression two or three times each, validate an UpdateExpression with ten walks
+over a deep copy of its tree (some that cannot change it) and copy items through `copy.deepcopy` value by value, and
+its DynamoDB answers walk every attribute value of every item against the service model (they are stored in the wire
+form already, so they are copied as they are). A DynamoDB query on a table's own key reads only its partition, where
+moto sorts every item of the table, so a stack that has stored many runs stays as fast as a new one.
 
 tests/unit/test_moto_patch.py, test_moto_fast_paths.py and test_moto_expression_paths.py fail when a moto
 upgrade moves or reshapes any of these seams, and compare what each shortcut answers with moto's own code.
