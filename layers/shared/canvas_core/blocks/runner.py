@@ -25,7 +25,7 @@ from canvas_core.dataflow import (
     release_dependents,
     release_ready,
 )
-from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError, StorageError
+from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
 from canvas_core.models.items import NodeItem, RunItem, TaskItem
@@ -237,15 +237,17 @@ class _Claims:
 
     def refresh(self) -> bool:
         """Read the dependents not claimable yet (one read, beside the work) and add those that now are; whether
-        some are still not. A failed read changes nothing: the release after the completion claims them as it
-        would have."""
+        some are still not. The read is optional: whatever makes it fail (a DynamoDB error, a dropped connection)
+        changes nothing, and the release after the completion claims them as it would have."""
         others = self._others()
         if not others:
             return False
         try:
             stored = self.store.get_node_items(self.node.canvas_id, others)
-        except StorageError:
-            logger.warning("Could not look at the dependents again; they are released after the completion")
+        except Exception:
+            logger.warning(
+                "Could not look at the dependents again; they are released after the completion", exc_info=True
+            )
             return False
         self._add(stored)
         return bool(self._others())
