@@ -3,7 +3,12 @@ their `DefinitionSubstitutions` filled, functions (code, handler, environment) a
 
 Physical names are local and predictable: a table is named after its logical id, a bucket after its
 logical id in kebab case, a function after its logical id with a fake ARN, a state machine after its
-logical id with the ARN moto gives it.
+logical id with the ARN moto gives it, a queue after its logical id.
+
+Resource `Condition`s are evaluated over the parameters (defaults and overrides): a resource whose condition
+is false is left out, as CloudFormation leaves it out. What the embedded stack does not stand in for, a `Ref`
+or `Fn::GetAtt` of a resource it does not create or an intrinsic function it does not know, is refused with
+`UnsupportedTemplateError` naming the resource and the construct, never guessed at.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.:]+)\}")
 
 class TemplateError(ValueError):
     """template.yaml holds something the embedded stack cannot stand in for."""
+
+
+class UnsupportedTemplateError(TemplateError):
+    """template.yaml uses a construct the embedded stack does not handle: a Ref or Fn::GetAtt of a resource it
+    does not create, or an intrinsic function it does not evaluate."""
 
 
 # ---------------------------------------------------------------- YAML with CloudFormation tags
@@ -279,6 +289,36 @@ def bucket_name(logical_id: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "-", logical_id).lower()
 
 
+def _named_after_logical_id(logical_id: str) -> str:
+    return logical_id
+
+
+# What `Ref` gives for each resource type the stack creates (canvas_core takes a queue's name for its URL).
+_REF_VALUES: dict[str, Callable[[str], str]] = {
+    "AWS::DynamoDB::Table": _named_after_logical_id,
+    "AWS::Serverless::SimpleTable": _named_after_logical_id,
+    "AWS::S3::Bucket": bucket_name,
+    "AWS::Serverless::Function": _named_after_logical_id,
+    "AWS::Serverless::StateMachine": state_machine_arn,
+    "AWS::StepFunctions::StateMachine": state_machine_arn,
+    "AWS::SQS::Queue": _named_after_logical_id,
+}
+
+# What `Fn::GetAtt` gives for each (resource type, attribute) the stack creates.
+_ATTRIBUTE_VALUES: dict[tuple[str, str], Callable[[str], str]] = {
+    ("AWS::DynamoDB::Table", "Arn"): lambda lid: f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{lid}",
+    ("AWS::Serverless::SimpleTable", "Arn"): lambda lid: f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{lid}",
+    ("AWS::S3::Bucket", "Arn"): lambda lid: f"arn:aws:s3:::{bucket_name(lid)}",
+    ("AWS::Serverless::Function", "Arn"): function_arn,
+    ("AWS::Serverless::StateMachine", "Arn"): state_machine_arn,
+    ("AWS::Serverless::StateMachine", "Name"): _named_after_logical_id,
+    ("AWS::StepFunctions::StateMachine", "Arn"): state_machine_arn,
+    ("AWS::StepFunctions::StateMachine", "Name"): _named_after_logical_id,
+    ("AWS::SQS::Queue", "Arn"): lambda lid: f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{lid}",
+    ("AWS::SQS::Queue", "QueueName"): _named_after_logical_id,
+}
+
+
 # ---------------------------------------------------------------- the template
 
 
@@ -292,8 +332,20 @@ class Template:
         }
         self.parameters.update(parameter_overrides or {})
         self.document = expand_for_each(document, self.parameters)
-        self.resources: dict[str, dict[str, Any]] = self.document.get("Resources") or {}
         self.globals: dict[str, Any] = self.document.get("Globals") or {}
+        # Conditions read parameters only: no resource is known while they are evaluated.
+        self.resources: dict[str, dict[str, Any]] = {}
+        self.left_out: dict[str, str] = {}  # logical id -> the condition that is false
+        for logical_id, resource in (self.document.get("Resources") or {}).items():
+            condition = resource.get("Condition")
+            if condition is None:
+                self.resources[logical_id] = resource
+            elif not isinstance(condition, str):
+                raise TemplateError(f"resource '{logical_id}': Condition must be a condition's name")
+            elif self._resource_condition(logical_id, condition):
+                self.resources[logical_id] = resource
+            else:
+                self.left_out[logical_id] = condition
 
     def of_type(self, *types: str) -> dict[str, dict[str, Any]]:
         return {lid: res for lid, res in self.resources.items() if res.get("Type") in types}
@@ -434,7 +486,7 @@ class Template:
             "Fn::Length": lambda a: len(self.resolve(a)),
         }
         if name not in functions:
-            raise TemplateError(f"unsupported intrinsic function {name}")
+            raise UnsupportedTemplateError(f"intrinsic function {name} is not supported by the embedded stack")
         return functions[name](arg)
 
     def _find_in_map(self, arg: list[Any]) -> Any:
@@ -456,6 +508,12 @@ class Template:
             raise TemplateError(f"unknown condition {name}")
         return self._truth(conditions[name])
 
+    def _resource_condition(self, logical_id: str, name: str) -> bool:
+        try:
+            return self.condition(name)
+        except TemplateError as exc:
+            raise type(exc)(f"Condition '{name}' on resource '{logical_id}': {exc}") from exc
+
     def ref(self, name: str) -> Any:
         pseudo = {
             "AWS::Region": REGION,
@@ -470,28 +528,34 @@ class Template:
             return pseudo[name]
         if name in self.parameters:
             return self.parameters[name]
-        kind = self.resources.get(name, {}).get("Type")
-        if kind is None:
-            raise TemplateError(f"!Ref to unknown name {name}")
-        return {
-            "AWS::S3::Bucket": bucket_name(name),
-            "AWS::Serverless::StateMachine": state_machine_arn(name),
-            "AWS::StepFunctions::StateMachine": state_machine_arn(name),
-        }.get(kind, name)
+        if name.startswith("AWS::"):
+            raise UnsupportedTemplateError(f"Ref to pseudo parameter {name} is not supported by the embedded stack")
+        kind = self._resource_type(name, f"Ref to '{name}'")
+        if kind not in _REF_VALUES:
+            raise UnsupportedTemplateError(
+                f"Ref to {kind} resource '{name}' is not supported by the embedded stack (it does not create one)"
+            )
+        return _REF_VALUES[kind](name)
 
     def get_att(self, logical_id: str, attribute: str) -> Any:
+        kind = self._resource_type(logical_id, f"Fn::GetAtt {logical_id}.{attribute}")
+        if (kind, attribute) not in _ATTRIBUTE_VALUES:
+            raise UnsupportedTemplateError(
+                f"Fn::GetAtt {logical_id}.{attribute} of {kind} resource '{logical_id}' is not supported by the "
+                "embedded stack"
+            )
+        return _ATTRIBUTE_VALUES[(kind, attribute)](logical_id)
+
+    def _resource_type(self, logical_id: str, construct: str) -> str:
+        if logical_id in self.left_out:
+            raise TemplateError(
+                f"{construct}: resource '{logical_id}' is left out (its Condition '{self.left_out[logical_id]}' "
+                "is false)"
+            )
         kind = self.resources.get(logical_id, {}).get("Type")
-        if kind is None:
-            raise TemplateError(f"!GetAtt of unknown resource {logical_id}")
-        attributes = {
-            ("AWS::Serverless::Function", "Arn"): lambda: function_arn(logical_id),
-            ("AWS::DynamoDB::Table", "Arn"): lambda: f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{logical_id}",
-            ("AWS::S3::Bucket", "Arn"): lambda: f"arn:aws:s3:::{bucket_name(logical_id)}",
-            ("AWS::Serverless::StateMachine", "Arn"): lambda: state_machine_arn(logical_id),
-            ("AWS::Serverless::StateMachine", "Name"): lambda: logical_id,
-        }
-        # Attributes nothing local reads (alarms, outputs) resolve to a readable stand-in.
-        return attributes.get((kind, attribute), lambda: f"{logical_id}.{attribute}")()
+        if not isinstance(kind, str):
+            raise TemplateError(f"{construct}: no resource or parameter '{logical_id}'")
+        return kind
 
     def _sub(self, arg: Any) -> str:
         text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))

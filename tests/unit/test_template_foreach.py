@@ -40,7 +40,7 @@ Resources:
           Environment:
             Variables:
               OWN_NAME: !Ref Name
-              LOG_GROUP: !Sub "${${Name}FunctionLogGroup}"
+              OWN_ARN: !Sub "${${Name}Function.Arn}"
       ${Name}FunctionLogGroup:
         Type: AWS::Logs::LogGroup
   Fn::ForEach::Topics:
@@ -82,7 +82,7 @@ def test_a_loop_generates_one_entry_per_item_with_the_identifier_filled_in(loop_
     assert alpha["Description"] == "Runs Alpha"
     assert alpha["CodeUri"] == {"Fn::FindInMap": ["Code", "Alpha", "CodeUri"]}
     assert alpha["Environment"]["Variables"]["OWN_NAME"] == "Alpha"
-    assert alpha["Environment"]["Variables"]["LOG_GROUP"] == {"Fn::Sub": "${AlphaFunctionLogGroup}"}
+    assert alpha["Environment"]["Variables"]["OWN_ARN"] == {"Fn::Sub": "${AlphaFunction.Arn}"}
     assert not any(key.startswith("Fn::ForEach::") for key in resources)
 
 
@@ -94,7 +94,10 @@ def test_generated_functions_run_from_the_folder_their_mapping_names(loop_templa
     assert functions["BetaFunction"].code_dir.name == "beta"
     assert functions["BetaFunction"].timeout_seconds == 29
     assert functions["BetaFunction"].load_handler()({}, None) == "beta"
-    assert functions["AlphaFunction"].environment["LOG_GROUP"] == "AlphaFunctionLogGroup"
+    assert (
+        functions["AlphaFunction"].environment["OWN_ARN"]
+        == "arn:aws:lambda:us-east-1:123456789012:function:AlphaFunction"
+    )
 
 
 def test_nested_loops_over_a_parameter_list_strip_non_alphanumerics_from_logical_ids(loop_template):
@@ -207,14 +210,14 @@ def test_the_language_extensions_intrinsics_resolve(tmp_path):
             Mappings:
               Types: {Prompt: {Arn: a1}}
             Resources:
-              Topic:
-                Type: AWS::SNS::Topic
+              Queue:
+                Type: AWS::SQS::Queue
             """,
         )
     )
 
     # Then they resolve as CloudFormation resolves them
-    assert template.resolve({"Fn::ToJsonString": {"prompt-block": {"Ref": "Topic"}}}) == '{"prompt-block":"Topic"}'
+    assert template.resolve({"Fn::ToJsonString": {"prompt-block": {"Ref": "Queue"}}}) == '{"prompt-block":"Queue"}'
     assert template.resolve({"Fn::Length": [1, 2, 3]}) == 3
     assert template.resolve({"Fn::FindInMap": ["Types", "Prompt", "Arn"]}) == "a1"
     assert template.resolve({"Fn::FindInMap": ["Types", "Web", "Arn", {"DefaultValue": "none"}]}) == "none"
