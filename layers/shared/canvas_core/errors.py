@@ -125,6 +125,11 @@ class StorageError(Exception):
     """A storage service failed in a way the caller cannot fix (throttling after retries, access denied)."""
 
 
+class StorageBusyError(StorageError):
+    """DynamoDB still cancelled (a conflict with concurrent writers) or throttled a call after its retries: nothing
+    of it was written, and the same call may succeed later (the state machine retries the step)."""
+
+
 class BlockRetryableError(Exception):
     """A block failed for a passing reason (throttling, a provider's 5xx); the state machine retries it."""
 

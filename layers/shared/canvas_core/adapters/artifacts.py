@@ -31,6 +31,17 @@ class ArtifactStore:
         except ClientError as exc:
             raise StorageError(f"S3 get failed for {key}: {exc.response.get('Error', {}).get('Code')}") from exc
 
+    def find(self, key: str) -> bytes | None:
+        """The object's bytes, or None when there is none under `key`."""
+        try:
+            body = self.s3.get_object(Bucket=self.settings.artifacts_bucket, Key=key)["Body"]
+            return cast(bytes, body.read())
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            if code in ("NoSuchKey", "404"):
+                return None
+            raise StorageError(f"S3 get failed for {key}: {code}") from exc
+
     def download_url(self, key: str, file_name: str) -> str:
         """A presigned GET, minted on each call, that downloads the file under its readable name."""
         url = self.s3.generate_presigned_url(

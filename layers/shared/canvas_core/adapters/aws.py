@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -26,27 +27,37 @@ def client(service: str) -> Any:
     return boto3.client(service, config=_CONFIG)
 
 
+@cache
+def _wrapped_client(service: str, wrap: Callable[[Any], Any]) -> Any:
+    return wrap(client(service))
+
+
 class LazyClient:
     """An adapter's boto3 client, as a class attribute: the one its constructor was given (`self.<name> = given`;
-    None for none), else the container's, built on first use."""
+    None for none), else the container's, built on first use. With `wrap`, either is seen through `wrap(client)`,
+    built once per client."""
 
-    def __init__(self, service: str) -> None:
+    def __init__(self, service: str, wrap: Callable[[Any], Any] | None = None) -> None:
         self.service = service
+        self.wrap = wrap
         self.key = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.key = f"_given_{name}"
 
     def __set__(self, adapter: object, given: Any) -> None:
-        adapter.__dict__[self.key] = given
+        adapter.__dict__[self.key] = given if given is None or self.wrap is None else self.wrap(given)
 
     def __get__(self, adapter: object, owner: type | None = None) -> Any:
         if adapter is None:
             return self
         given = adapter.__dict__.get(self.key)
-        return given if given is not None else client(self.service)
+        if given is not None:
+            return given
+        return client(self.service) if self.wrap is None else _wrapped_client(self.service, self.wrap)
 
 
 def reset_clients() -> None:
     """Forget cached clients (tests that point the service at a fresh endpoint call this)."""
     client.cache_clear()
+    _wrapped_client.cache_clear()

@@ -1,18 +1,26 @@
-"""What the DynamoDB adapters (the store, the account store, the webhook store) share: items to and from
-DynamoDB's typed attributes, expression values, and `dynamodb_errors`, which turns a ClientError into a domain
-error (`ConditionFailed` for a failed condition, StorageError otherwise)."""
+"""What the DynamoDB adapters (the store, the account store, the webhook store) share: the client they call through
+(`Retrying`: what DynamoDB cancels or throttles is tried again), items to and from DynamoDB's typed attributes,
+expression values, and `dynamodb_errors`, which turns a ClientError into a domain error (`ConditionFailed` for a
+failed condition, `StorageBusyError` for a write still cancelled or throttled after its retries, StorageError
+otherwise)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
-from canvas_core.errors import StorageError
+from canvas_core.errors import StorageBusyError, StorageError
+from canvas_core.observability import logger
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -20,6 +28,87 @@ _deserializer = TypeDeserializer()
 
 class ConditionFailed(Exception):
     """A conditional write found the item in another state than expected."""
+
+
+# What DynamoDB answers for a request it did not carry out and that may succeed when sent again: throttling, a
+# write that met a transaction in flight on the same item, a transaction still in progress under the same token,
+# a passing fault of the service.
+RETRYABLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "InternalServerError",
+        "ServiceUnavailable",
+    }
+)
+# The reasons of a cancelled transaction's items that another attempt may get past (the others, a failed
+# condition or an invalid item, would fail it again).
+RETRYABLE_REASONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
+CANCELLED = "TransactionCanceledException"
+
+
+def is_retryable(exc: ClientError) -> bool:
+    """Whether DynamoDB refused the request without carrying it out, for a reason another attempt may not meet."""
+    code = exc.response.get("Error", {}).get("Code", "")
+    if code == CANCELLED:
+        reasons = {r.get("Code") for r in exc.response.get("CancellationReasons", [])} - {None, "None"}
+        return bool(reasons) and reasons <= RETRYABLE_REASONS
+    return code in RETRYABLE_CODES
+
+
+@dataclass(frozen=True)
+class RetryBudget:
+    """How often a cancelled or throttled call is tried, and how long it waits in between: capped exponential
+    backoff with full jitter (a random wait up to the step's bound), so writers that collided spread apart."""
+
+    attempts: int = 10
+    base_seconds: float = 0.02
+    cap_seconds: float = 1.0
+
+    def delay(self, retry: int) -> float:
+        return random.uniform(0, min(self.cap_seconds, self.base_seconds * 2**retry))
+
+
+class Retrying:
+    """A DynamoDB client whose calls are tried again, within a `RetryBudget`, when DynamoDB cancels or throttles
+    them (`is_retryable`); past the budget the last error is raised. botocore's own retries (standard mode) cover
+    throttling of single calls but not a cancelled transaction, which is what concurrent writers to one item get.
+
+    Every transaction carries a `ClientRequestToken`, the same on each of its attempts: DynamoDB applies a
+    transaction with a given token at most once (for 10 minutes), so an attempt whose answer was lost (a timeout
+    after the write) is not applied twice by the next one."""
+
+    def __init__(
+        self, client: Any, budget: RetryBudget | None = None, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self.client = client
+        self.budget = budget or RetryBudget()
+        self.sleep = sleep
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.client, name)
+        if name.startswith("_") or not callable(method) or name in ("get_paginator", "get_waiter", "can_paginate"):
+            return method
+        return partial(self._call, name, method)
+
+    def _call(self, name: str, method: Callable[..., Any], **kwargs: Any) -> Any:
+        if name == "transact_write_items":
+            kwargs.setdefault("ClientRequestToken", str(uuid.uuid4()))
+        retry = 0
+        while True:
+            try:
+                return method(**kwargs)
+            except ClientError as exc:
+                retry += 1
+                if retry >= self.budget.attempts or not is_retryable(exc):
+                    raise
+                logger.debug(
+                    "DynamoDB call retried", extra={"operation": name, "code": exc.response["Error"].get("Code")}
+                )
+                self.sleep(self.budget.delay(retry))
 
 
 @contextmanager
@@ -31,7 +120,10 @@ def dynamodb_errors() -> Iterator[None]:
         reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
         if code == "ConditionalCheckFailedException" or "ConditionalCheckFailed" in reasons:
             raise ConditionFailed(str(exc)) from exc
-        raise StorageError(f"DynamoDB {code}: {exc.response.get('Error', {}).get('Message', '')}") from exc
+        message = f"DynamoDB {code}: {exc.response.get('Error', {}).get('Message', '')}"
+        if is_retryable(exc):
+            raise StorageBusyError(message) from exc
+        raise StorageError(message) from exc
 
 
 def serialize(value: Any) -> dict[str, Any]:

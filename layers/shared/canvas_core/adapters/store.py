@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from canvas_core.adapters.aws import LazyClient
 from canvas_core.adapters.dynamodb import (
     ConditionFailed,
+    Retrying,
     cancellation_codes,
     cancellation_reasons,
     dynamodb_errors,
@@ -53,7 +54,7 @@ def expires_at(settings: ServiceSettings | None = None) -> int:
 
 
 class Store:
-    ddb = LazyClient("dynamodb")
+    ddb = LazyClient("dynamodb", wrap=Retrying)
 
     def __init__(self, settings: ServiceSettings | None = None, dynamodb: Any = None):
         self.settings = settings or service_settings()
@@ -217,7 +218,7 @@ class Store:
                 "UpdateExpression": f"SET {sets}",
                 "ConditionExpression": "attribute_exists(run_id) AND #cur = :running",
                 "ExpressionAttributeNames": names | {"#cur": "status"},
-                "ExpressionAttributeValues": expression_values(**_jsonable(fields), running="running"),
+                "ExpressionAttributeValues": expression_values(**jsonable_fields(fields), running="running"),
             }
         }
         release = self._release_slot(account_id) if account_id else []
@@ -345,7 +346,7 @@ class Store:
         names = {f"#{k}": k for k in fields}
         sets = ", ".join(f"#{k} = :{k}" for k in fields)
         condition = "attribute_exists(item_id)"
-        values = expression_values(**_jsonable(fields))
+        values = expression_values(**jsonable_fields(fields))
         if expect_status:
             placeholders = []
             for i, status in enumerate(expect_status):
@@ -439,7 +440,7 @@ class Store:
                 "UpdateExpression": "SET " + ", ".join(f"#{k} = :{k}" for k in fields),
                 "ConditionExpression": "#cur = :running",
                 "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": expression_values(**_jsonable(fields), running="running"),
+                "ExpressionAttributeValues": expression_values(**jsonable_fields(fields), running="running"),
             }
         }
         task_updates = [
@@ -708,7 +709,7 @@ def _refuse_overdraft(exc: ConditionFailed, credits: int) -> None:
         raise CreditsExhaustedError(credits, int(account.get("credits_balance", 0))) from exc
 
 
-def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:
+def jsonable_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     """Models inside update values become plain JSON data, and None is dropped by the serializer's NULL."""
     out = {}
     for key, value in fields.items():

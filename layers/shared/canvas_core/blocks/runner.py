@@ -4,6 +4,8 @@ of each dependent in the same write), keep the task tree in step, and release th
 
 from __future__ import annotations
 
+import contextvars
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -13,7 +15,7 @@ from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.adapters.executions import Executions
-from canvas_core.adapters.store import Store
+from canvas_core.adapters.store import Store, jsonable_fields
 from canvas_core.blocks.context import BlockContext
 from canvas_core.blocks.registry import implementation
 from canvas_core.content import content_fields, with_full_content
@@ -25,7 +27,7 @@ from canvas_core.dataflow import (
     release_dependents,
     release_ready,
 )
-from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError
+from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError, StorageBusyError
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
 from canvas_core.models.items import NodeItem, RunItem, TaskItem
@@ -145,10 +147,16 @@ def _run_once(
         count("BlocksSkipped", step=node.type)
         return _Attempt(node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value))
 
-    ctx = BlockContext(
-        run=run, node=node, inputs=inputs, files=files or ArtifactStore(), provider=provider or get_provider()
-    )
+    files = files or ArtifactStore()
     claims = _Claims(store, node, dependents)
+    kept = _kept_completion(files, run, node) if node.status == NodeStatus.RUNNING else None
+    if kept is not None:
+        # An earlier attempt did the work but could not store it (DynamoDB kept cancelling or throttling the write):
+        # its output is stored now, not made again.
+        logger.info("Block output kept by an earlier attempt is stored")
+        return _complete(store, files, block, run, node, account, claims, *kept)
+
+    ctx = BlockContext(run=run, node=node, inputs=inputs, files=files, provider=provider or get_provider())
     started = time.monotonic()
     try:
         with _marked_running(store, node, then=claims.refresh):
@@ -182,6 +190,24 @@ def _run_once(
         "artifacts": output.artifacts,
         **({"url": output.url} if output.url else {}),
     }
+    return _complete(store, files, block, run, node, account, claims, fields, tool_call_tasks(node, ctx.usage))
+
+
+def _complete(
+    store: Store,
+    files: ArtifactStore,
+    block: BlockInput,
+    run: RunItem,
+    node: NodeItem,
+    account: Mapping[str, Any] | None,
+    claims: _Claims,
+    fields: dict[str, Any],
+    tool_calls: list[TaskItem],
+) -> _Attempt:
+    """Store a block's output on its node, its credits debited in the same write. A write DynamoDB still cancels or
+    throttles after its retries loses nothing: the output is kept in S3 and the state machine retries the block,
+    whose next attempt stores it (`_kept_completion`) instead of doing the work again."""
+    credits = int(fields.get("credits") or 0)
     # Only from `running`: a block the state machine timed out (now `error`) stays failed if it ends late.
     try:
         finished = store.complete_block(
@@ -193,6 +219,12 @@ def _run_once(
             release=claims.tokens,
             **fields,
         )
+    except StorageBusyError as exc:
+        _keep_completion(files, run, node, fields, tool_calls)
+        count("BlockRetryableErrors", step=node.type)
+        raise BlockRetryableError(
+            f"The block's output could not be stored yet, and is kept for a retry: {exc}"
+        ) from exc
     except CreditsExhaustedError as exc:
         # The balance cannot pay for it (other blocks or runs spent it meanwhile): not charged, not kept.
         reason = f"Credits exhausted: the block was not run ({exc})"
@@ -212,13 +244,37 @@ def _run_once(
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
         count("BlocksFailed", step=node.type)
         return _Attempt(node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value))
-    logger.info("Block completed", extra={"content_chars": len(output.content)})
+    logger.info("Block completed", extra={"content_chars": len(str(fields.get("content") or ""))})
     count("BlocksCompleted", step=node.type)
     count("CreditsDebited", credits, step=node.type)
     completed = BlockResult(block_id=node.block_id, status=NodeStatus.COMPLETED.value)
-    done = node.model_copy(update={**fields, "status": NodeStatus.COMPLETED})
+    done = NodeItem.model_validate(
+        node.model_dump(mode="json") | jsonable_fields(fields) | {"status": NodeStatus.COMPLETED.value}
+    )
     carry = claims.carry(done, _debited(account, credits))
-    return _Attempt(node, completed, finished.released, tool_call_tasks(node, ctx.usage), carry)
+    return _Attempt(node, completed, finished.released, tool_calls, carry)
+
+
+def _kept_key(run: RunItem, node: NodeItem) -> str:
+    return f"content/{run.account_id}/{run.run_id}/{node.block_id}.completion.json"
+
+
+def _keep_completion(
+    files: ArtifactStore, run: RunItem, node: NodeItem, fields: Mapping[str, Any], tool_calls: list[TaskItem]
+) -> None:
+    kept = {"fields": jsonable_fields(fields), "tool_calls": [t.model_dump(mode="json") for t in tool_calls]}
+    files.put(_kept_key(run, node), json.dumps(kept).encode("utf-8"), "application/json")
+
+
+def _kept_completion(
+    files: ArtifactStore, run: RunItem, node: NodeItem
+) -> tuple[dict[str, Any], list[TaskItem]] | None:
+    """The output an earlier attempt at this block made but could not store, if it kept one."""
+    data = files.find(_kept_key(run, node))
+    if data is None:
+        return None
+    kept = json.loads(data)
+    return kept["fields"], [TaskItem.model_validate(t) for t in kept["tool_calls"]]
 
 
 class _Claims:
@@ -301,7 +357,10 @@ def _marked_running(store: Store, node: NodeItem, then: Callable[[], bool] | Non
         except BaseException as exc:
             errors.append(exc)
 
-    writer = threading.Thread(target=mark, name=f"start-{node.block_id}", daemon=True)
+    # In the invocation's context (its environment's logger, whoever else tells callers apart by it).
+    writer = threading.Thread(
+        target=contextvars.copy_context().run, args=(mark,), name=f"start-{node.block_id}", daemon=True
+    )
     writer.start()
     try:
         yield
