@@ -30,6 +30,7 @@ class Block:
     seconds: float = 0.0
     fail: str | None = None  # "once" (a passing error, retried) or "always"
     hang: bool = False
+    credits: int = 0  # what the block charges, as a model's calls would
 
 
 @dataclass
@@ -122,7 +123,7 @@ class Script:
         time.sleep(block.seconds)
         self.finished[ctx.node.block_id] = time.monotonic()
         self.cpu_finished[ctx.node.block_id] = time.process_time()
-        return BlockOutput(content=f"{ctx.node.name} done after {block.seconds}s")
+        return BlockOutput(content=f"{ctx.node.name} done after {block.seconds}s", credits=block.credits)
 
     def release(self) -> None:
         self._released.set()

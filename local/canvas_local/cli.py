@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
 import signal
 import sys
 import threading
@@ -16,6 +17,8 @@ from pathlib import Path
 from canvas_local import admin
 from canvas_local.client import commands as client_commands
 from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
+from canvas_local.faults import ENV_VAR, Faults, FaultSpecError
+from canvas_local.faults import from_environment as faults_from_environment
 from canvas_local.lambda_runtime import DEFAULT_CONCURRENCY
 
 
@@ -59,12 +62,27 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let webhook endpoints be on loopback and private addresses (refused by default; metadata stays refused)",
     )
+    serve.add_argument(
+        "--inject-faults",
+        type=_faults,
+        default=None,
+        metavar="SPEC",
+        help="AWS's failures at these rates, e.g. transaction_conflict=0.2,throttle=0.05,gsi_lag_ms=500,"
+        "lambda_error=0.02 (default: $CANVAS_INJECT_FAULTS, else none)",
+    )
     serve.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE, help=argparse.SUPPRESS)
     # create-account, grant-credits, create-key, list-keys, revoke-key: a deployment's tables (canvas_local/admin.py)
     admin.register(commands)
     # run, wait, status, download, runs, dag, tasks: a running service, over HTTP (canvas_local/client/)
     client_commands.register(commands)
     return parser
+
+
+def _faults(text: str) -> Faults:
+    try:
+        return Faults.parse(text)
+    except FaultSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive(text: str) -> int:
@@ -91,6 +109,11 @@ def serve(args: argparse.Namespace) -> int:
         overrides["MaxConcurrentRunsPerAccount"] = str(args.max_concurrent_runs)
     if args.webhook_allow_private_addresses:
         overrides["WebhookAllowPrivateAddresses"] = "true"
+    try:
+        faults = args.inject_faults or faults_from_environment(os.environ)
+    except FaultSpecError as exc:
+        print(f"canvas serve: {ENV_VAR}: {exc}", file=sys.stderr)
+        return 2
     from canvas_core.settings import SettingsError
     from canvas_local.stack import LocalStack  # moto and the handlers: only `serve` needs them
     from canvas_local.state_dir import StateDirError
@@ -105,6 +128,7 @@ def serve(args: argparse.Namespace) -> int:
         parameter_overrides=overrides,
         function_concurrency=args.function_concurrency,
         state_dir=args.state_dir,
+        faults=faults,
     )
     try:
         stack.start()
@@ -126,6 +150,8 @@ def serve(args: argparse.Namespace) -> int:
             print(f"State is kept in {args.state_dir}", flush=True)
         print(f"Developer portal: {stack.base_url}/portal", flush=True)
         print(f"AWS endpoint (for admin commands' --endpoint-url): {stack.endpoint_url}", flush=True)
+        if faults:
+            print(f"Injecting AWS's failures: {faults}", flush=True)
         while not stopping.wait(1):
             pass
         print("Shutting down: runs in flight are ended as failed", flush=True)

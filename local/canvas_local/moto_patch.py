@@ -10,6 +10,10 @@ grows with everything stored, so a long-lived local stack slows down run after r
 same semantics (all conditions hold, or nothing is written) that checks every condition first and keeps
 only the touched items for the rollback.
 
+moto ignores TransactWriteItems' `ClientRequestToken`; DynamoDB applies a transaction with a given token once in ten
+minutes and answers a repeat with success (or `IdempotentParameterMismatchException` when its items differ), which is
+what makes a retry after an unknown outcome safe. The handler keeps the tokens it applied for those ten minutes.
+
 moto's backends are plain dicts and lists that its server's threads, its interpreter's threads and our
 handlers touch at once ("dictionary changed size during iteration"). Every request to DynamoDB, S3 and Step
 Functions is served under that service's lock, serialisation of the answer included; SQS and EventBridge share
@@ -47,6 +51,7 @@ import inspect
 import json
 import queue
 import threading
+import time
 import urllib.request
 import uuid
 import weakref
@@ -58,7 +63,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 from moto import backends as moto_backends
 from moto.core import responses as moto_responses
-from moto.core.responses import BaseResponse
+from moto.core.exceptions import JsonRESTError
+from moto.core.responses import ActionResult, BaseResponse
 from moto.core.serialize import JSONSerializer
 from moto.dynamodb.comparisons import ConditionExpressionParser, get_filter_expression
 from moto.dynamodb.exceptions import (
@@ -82,6 +88,7 @@ from moto.dynamodb.parsing.ast_nodes import (
     UpdateExpressionSetAction,
 )
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+from moto.dynamodb.responses import DynamoHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.s3.responses import S3Response
 from moto.stepfunctions.parser import utils as sfn_utils
@@ -122,6 +129,14 @@ FunctionResolver = Callable[[str], LocalFunction | None]
 _ORIGINAL_SEAM = getattr(lambda_eval_utils, SEAM_NAME)
 _lock = threading.Lock()
 _resolvers: list[FunctionResolver] = []
+# Whether the next Lambda task fails before its function runs (canvas_local.faults), when faults are injected.
+_lambda_fault: Callable[[], bool] | None = None
+
+
+def inject_lambda_faults(fault: Callable[[], bool] | None) -> None:
+    """Fail Lambda tasks with `Lambda.ServiceException` whenever `fault()` says so (None: never)."""
+    global _lambda_fault
+    _lambda_fault = fault
 
 
 def install(resolve: FunctionResolver) -> None:
@@ -154,6 +169,9 @@ def _invoke_in_process(parameters: dict, region: str, state_credentials: Any) ->
     function = _resolve(name)
     if function is None:
         raise _function_not_found(parameters["FunctionName"])
+    fault = _lambda_fault
+    if fault is not None and fault():
+        raise _lambda_error("ServiceException", "The Lambda service encountered an internal error", 500)
     try:
         # A task waits for a free execution environment (Step Functions would retry Lambda's throttling).
         invocation = function.invoke(_parse_payload(parameters.get("Payload")))
@@ -230,14 +248,55 @@ def _moto_api(endpoint_url: str, action: str, body: dict | None) -> None:
 # ---------------------------------------------------------------- DynamoDB transactions
 
 _ORIGINAL_TRANSACT = DynamoDBBackend.transact_write_items
+_ORIGINAL_TRANSACT_HANDLER = DynamoHandler.transact_write_items
+TOKEN_WINDOW_SECONDS = 600
+_tokens_lock = threading.Lock()
+# ClientRequestToken -> (the digest of the request it came with, when it was applied).
+_applied_tokens: dict[str, tuple[str, float]] = {}
 
 
 def install_item_level_transactions() -> None:
     DynamoDBBackend.transact_write_items = _transact_write_items
+    install_transaction_tokens()
 
 
 def uninstall_item_level_transactions() -> None:
     DynamoDBBackend.transact_write_items = _ORIGINAL_TRANSACT
+    uninstall_transaction_tokens()
+
+
+def install_transaction_tokens() -> None:
+    DynamoHandler.transact_write_items = _idempotent_transact_write_items  # type: ignore[method-assign]
+
+
+def uninstall_transaction_tokens() -> None:
+    DynamoHandler.transact_write_items = _ORIGINAL_TRANSACT_HANDLER  # type: ignore[method-assign]
+    with _tokens_lock:
+        _applied_tokens.clear()
+
+
+def _idempotent_transact_write_items(self: DynamoHandler) -> Any:
+    token = self.body.get("ClientRequestToken")
+    if not token:
+        return _ORIGINAL_TRANSACT_HANDLER(self)
+    digest = json.dumps({k: v for k, v in self.body.items() if k != "ClientRequestToken"}, sort_keys=True)
+    now = time.monotonic()
+    with _tokens_lock:
+        for old in [t for t, (_, at) in _applied_tokens.items() if now - at > TOKEN_WINDOW_SECONDS]:
+            del _applied_tokens[old]
+        applied = _applied_tokens.get(token)
+    if applied is not None:
+        if applied[0] != digest:
+            raise JsonRESTError(
+                "com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException",
+                "DynamoDB rejected the request because you retried a request with a different payload but with "
+                "an idempotent token that was already used.",
+            )
+        return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
+    answer = _ORIGINAL_TRANSACT_HANDLER(self)
+    with _tokens_lock:
+        _applied_tokens[token] = (digest, now)
+    return answer
 
 
 def _transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:

@@ -47,6 +47,7 @@ from urllib3 import HTTPHeaderDict
 from werkzeug.serving import BaseWSGIServer
 
 from canvas_local import priority
+from canvas_local.faults import FaultInjector
 
 LOG = logging.getLogger(__name__)
 
@@ -103,6 +104,12 @@ class MotoServer:
         session.events.register("before-send", self._in_process)
         self._sessions.append(session)
 
+    def inject_faults(self, faults: FaultInjector | None) -> None:
+        """Answer the in-process DynamoDB calls with `faults` injected (None: as moto answers them)."""
+        if self._in_process is None:
+            raise RuntimeError("moto's server is not started")
+        self._in_process.faults = faults
+
     def stop_serving_in_process(self, session: Any) -> None:
         session.events.unregister("creating-client-class", self._in_process.add_client_class)
         session.events.unregister("before-send", self._in_process)
@@ -150,6 +157,8 @@ class InProcessTransport:
         self._served = itertools.count()
         self._parsers = ResponseParserFactory()
         self.served = 0
+        # AWS's failures injected into DynamoDB's answers (canvas_local.faults), or None.
+        self.faults: FaultInjector | None = None
 
     def answer(self, client: BaseClient, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any] | None:
         """The parsed answer of a call to one of moto's JSON services at its endpoint, as botocore's
@@ -164,6 +173,8 @@ class InProcessTransport:
         handler = _JSON_HANDLERS.get(service_id)
         if handler is None or (meta.endpoint_url or "").rstrip("/") != self._prefix:
             return None
+        if self.faults is not None and service_id == "dynamodb":
+            return None  # a fault is answered inside botocore's retry loop (`__call__`), as AWS's error would be
         operation = meta.service_model.operation_model(operation_name)
         if operation.has_streaming_input or operation.has_streaming_output or operation.has_event_stream_output:
             return None
@@ -229,9 +240,18 @@ class InProcessTransport:
         body = _body_bytes(request.body)
         # `before-send.<service>.<operation>`: the JSON services answer at "/" through one handler each, which is
         # called as moto's Flask app would call it, without building and tearing down a Flask request around it.
-        handler = _JSON_HANDLERS.get(event_name.split(".")[1] if event_name.count(".") >= 2 else "")
+        service = event_name.split(".")[1] if event_name.count(".") >= 2 else ""
+        handler = _JSON_HANDLERS.get(service)
         if handler is not None and raw_path == "/":
-            status, headers, content = self._dispatch(handler, request.method, url, request.headers, body)
+
+            def dispatch() -> tuple[int, Any, bytes]:
+                return self._dispatch(handler, request.method, url, request.headers, body)
+
+            if self.faults is not None and service == "dynamodb":
+                status, faulted, content = self.faults.dynamodb(event_name.split(".")[2], body, dispatch)
+                headers = HTTPHeaderDict(dict(faulted))
+            else:
+                status, headers, content = dispatch()
         else:
             status, headers, content = self._call(request.method, raw_path, request.headers, body)
         self.served = next(self._served) + 1

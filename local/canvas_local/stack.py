@@ -5,6 +5,7 @@ accounts seeded with API keys. `canvas serve` runs one; e2e and state machine te
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import importlib
 import logging
@@ -17,10 +18,12 @@ from types import TracebackType
 from typing import Any, Self
 
 import boto3
+from moto.dynamodb.models import dynamodb_backends
 
 from canvas_local import moto_patch, priority
 from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.events import ExecutionWatcher
+from canvas_local.faults import FaultInjector, Faults
 from canvas_local.frontdoor import FrontDoor
 from canvas_local.lambda_runtime import ACCOUNT_ID, DEFAULT_CONCURRENCY, REGION, LocalFunction
 from canvas_local.moto_server import MotoServer
@@ -90,6 +93,7 @@ class LocalStack:
         parameter_overrides: dict[str, str] | None = None,
         function_concurrency: int = DEFAULT_CONCURRENCY,
         state_dir: Path | str | None = None,
+        faults: Faults | None = None,
     ):
         if provider not in PROVIDERS:
             raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}")
@@ -101,6 +105,9 @@ class LocalStack:
         self.provider = provider
         self.requested_keys = list(api_keys)
         self.generate_key = generate_key
+        self.faults = faults or Faults()
+        # What was injected, once the stack has started with faults (canvas_local.faults).
+        self.fault_injector: FaultInjector | None = None
 
         self.accounts: dict[str, str] = {}  # api key -> account id
         self.generated_key: str | None = None
@@ -214,6 +221,7 @@ class LocalStack:
             self._start_watcher()
             self._restore_state()
             self._seed_accounts()
+            self._inject_faults()
             self._front_door.start()
             if self._snapshots is not None:
                 self._snapshots.start()
@@ -247,6 +255,9 @@ class LocalStack:
         for function in self.functions.values():
             function.close()
         moto_patch.uninstall(self._resolve_function)
+        moto_patch.inject_lambda_faults(None)
+        if self._moto is not None and self.fault_injector is not None:
+            self._moto.inject_faults(None)
         moto_patch.uninstall_item_level_transactions()
         if self._moto is not None:
             moto_patch.disable_state_machine_execution(self.endpoint_url)
@@ -284,6 +295,14 @@ class LocalStack:
         self._state_changed()
         moto_patch.release_finished_threads()
         moto_patch.forget_ended_executions(RETAINED_EXECUTIONS, ACCOUNT_ID, REGION)
+
+    def _inject_faults(self) -> None:
+        """From here on, AWS's failures at the rates asked for (nothing when none is asked for)."""
+        if not self.faults or self._moto is None:
+            return
+        self.fault_injector = FaultInjector(self.faults, _table_key_schema)
+        self._moto.inject_faults(self.fault_injector)
+        moto_patch.inject_lambda_faults(self.fault_injector.lambda_fault)
 
     def _resolve_function(self, name: str) -> LocalFunction | None:
         return self.functions.get(name)
@@ -483,6 +502,13 @@ class _Snapshots:
         while not self._stopping.wait(SNAPSHOT_SECONDS):
             if self._changes != self._saved_changes:
                 self.save_now()
+
+
+@functools.cache
+def _table_key_schema(table_name: str) -> tuple[str, ...]:
+    """The attribute names of a table's key, as moto holds the table."""
+    table = dynamodb_backends[ACCOUNT_ID][REGION].get_table(table_name)
+    return tuple(name for name in (table.hash_key_attr, table.range_key_attr) if name)
 
 
 def _check_settings() -> None:
