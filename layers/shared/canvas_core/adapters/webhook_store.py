@@ -10,6 +10,7 @@ from typing import Any
 from canvas_core.adapters.aws import LazyClient
 from canvas_core.adapters.dynamodb import (
     ConditionFailed,
+    Retrying,
     cancellation_codes,
     dynamodb_errors,
     expression_values,
@@ -23,10 +24,13 @@ from canvas_core.settings import WebhookSettings, webhook_settings
 ENDPOINTS_BY_ACCOUNT_INDEX = "account_id-index"
 DELIVERY_RETENTION_SECONDS = 30 * 24 * 3600
 COUNTER = "webhook_endpoints"
+# The account's endpoint ids, beside the count and in the same writes: a consistent read of them finds an endpoint
+# the moment it is created, where the account index is eventually consistent.
+IDS = "webhook_endpoint_ids"
 
 
 class WebhookStore:
-    ddb = LazyClient("dynamodb")
+    ddb = LazyClient("dynamodb", wrap=Retrying)
 
     def __init__(self, settings: WebhookSettings | None = None, dynamodb: Any = None):
         self.settings = settings or webhook_settings()
@@ -48,11 +52,12 @@ class WebhookStore:
             "Update": {
                 "TableName": self.settings.accounts_table,
                 "Key": {"account_id": {"S": endpoint.account_id}},
-                "UpdateExpression": f"SET {COUNTER} = if_not_exists({COUNTER}, :zero) + :one",
+                "UpdateExpression": f"SET {COUNTER} = if_not_exists({COUNTER}, :zero) + :one ADD {IDS} :id",
                 "ConditionExpression": (
                     f"attribute_exists(account_id) AND (attribute_not_exists({COUNTER}) OR {COUNTER} < :limit)"
                 ),
-                "ExpressionAttributeValues": expression_values(zero=0, one=1, limit=limit),
+                "ExpressionAttributeValues": expression_values(zero=0, one=1, limit=limit)
+                | {":id": {"SS": [endpoint.endpoint_id]}},
             }
         }
         try:
@@ -74,7 +79,40 @@ class WebhookStore:
         return _endpoint(found["Item"]) if "Item" in found else None
 
     def list_endpoints(self, account_id: str) -> list[EndpointItem]:
-        """The account's endpoints, oldest first (a handful: one query)."""
+        """The account's endpoints, oldest first, including one created a moment ago: the ids kept on the account
+        item are read consistently, and the account index (eventually consistent) adds only endpoints created
+        before the account kept ids."""
+        with dynamodb_errors():
+            found = self.ddb.get_item(
+                TableName=self.settings.accounts_table,
+                Key={"account_id": {"S": account_id}},
+                ProjectionExpression=f"{COUNTER}, {IDS}",
+                ConsistentRead=True,
+            )
+        account = from_item(found.get("Item", {}))
+        ids = set(account.get(IDS, set()))
+        endpoints = {e.endpoint_id: e for e in self._get_endpoints(sorted(ids))}
+        if int(account.get(COUNTER, 0)) > len(ids):
+            endpoints |= {e.endpoint_id: e for e in self._query_endpoints(account_id) if e.endpoint_id not in endpoints}
+        return sorted(endpoints.values(), key=lambda e: (e.created_at, e.endpoint_id))
+
+    def _get_endpoints(self, endpoint_ids: list[str]) -> list[EndpointItem]:
+        found: list[EndpointItem] = []
+        for start in range(0, len(endpoint_ids), 100):
+            request: dict[str, Any] | None = {
+                self.settings.endpoints_table: {
+                    "Keys": [{"endpoint_id": {"S": i}} for i in endpoint_ids[start : start + 100]],
+                    "ConsistentRead": True,
+                }
+            }
+            while request:
+                with dynamodb_errors():
+                    response = self.ddb.batch_get_item(RequestItems=request)
+                found += [_endpoint(item) for item in response["Responses"].get(self.settings.endpoints_table, [])]
+                request = response.get("UnprocessedKeys") or None
+        return found
+
+    def _query_endpoints(self, account_id: str) -> list[EndpointItem]:
         kwargs: dict[str, Any] = {
             "TableName": self.settings.endpoints_table,
             "IndexName": ENDPOINTS_BY_ACCOUNT_INDEX,
@@ -87,9 +125,8 @@ class WebhookStore:
                 page = self.ddb.query(**kwargs)
             found += [_endpoint(item) for item in page["Items"]]
             if "LastEvaluatedKey" not in page:
-                break
+                return found
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return sorted(found, key=lambda e: (e.created_at, e.endpoint_id))
 
     def remove_endpoint(self, endpoint_id: str, account_id: str) -> bool:
         """Delete the account's endpoint and uncount it, in one write; False when it is not the account's."""
@@ -105,9 +142,9 @@ class WebhookStore:
             "Update": {
                 "TableName": self.settings.accounts_table,
                 "Key": {"account_id": {"S": account_id}},
-                "UpdateExpression": f"SET {COUNTER} = {COUNTER} - :one",
+                "UpdateExpression": f"SET {COUNTER} = {COUNTER} - :one DELETE {IDS} :id",
                 "ConditionExpression": f"{COUNTER} > :zero",
-                "ExpressionAttributeValues": expression_values(one=1, zero=0),
+                "ExpressionAttributeValues": expression_values(one=1, zero=0) | {":id": {"SS": [endpoint_id]}},
             }
         }
         try:
