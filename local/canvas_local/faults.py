@@ -122,25 +122,13 @@ class FaultInjector:
     def _dynamodb_fault(self, operation: str, request: Mapping[str, Any]) -> Answer | None:
         if (operation in READS or operation in WRITES) and self._roll(self.faults.throttle):
             self.injected["throttle"] += 1
-            return _error("ProvisionedThroughputExceededException", THROTTLE_MESSAGE)
-        if operation == "TransactWriteItems" and self._roll(self.faults.transaction_conflict):
+            return refusal("ProvisionedThroughputExceededException", request)
+        conditional = operation in SINGLE_WRITES and request.get("ConditionExpression")
+        if (operation == "TransactWriteItems" or conditional) and self._roll(self.faults.transaction_conflict):
             self.injected["transaction_conflict"] += 1
-            items = request.get("TransactItems", [])
             with self._lock:
-                conflicting = self._random.randrange(len(items)) if items else 0
-            reasons: list[dict[str, str]] = [
-                {"Code": "TransactionConflict", "Message": CONFLICT_MESSAGE} if i == conflicting else {"Code": "None"}
-                for i in range(max(len(items), 1))
-            ]
-            message = CANCELLED_MESSAGE.format(", ".join(r["Code"] for r in reasons))
-            return _error("TransactionCanceledException", message, CancellationReasons=reasons, Message=message)
-        if (
-            operation in SINGLE_WRITES
-            and request.get("ConditionExpression")
-            and self._roll(self.faults.transaction_conflict)
-        ):
-            self.injected["transaction_conflict"] += 1
-            return _error("TransactionConflictException", CONFLICT_MESSAGE)
+                seed = self._random.random()
+            return refusal("TransactionConflict", request, seed)
         return None
 
     def _note_written(self, operation: str, request: Mapping[str, Any]) -> None:
@@ -181,6 +169,26 @@ class FaultInjector:
             self.injected["lambda_error"] += 1
             return True
         return False
+
+
+def refusal(kind: str, request: Mapping[str, Any], seed: float = 0.0) -> Answer:
+    """DynamoDB's answer refusing `request` for `kind`: `ProvisionedThroughputExceededException`; or
+    `TransactionConflict` (a transaction cancelled with that reason on one of its items, picked by `seed`, or a
+    single write's `TransactionConflictException`); or `ThrottlingError` (a transaction cancelled as throttled)."""
+    if kind == "ProvisionedThroughputExceededException":
+        return _error(kind, THROTTLE_MESSAGE)
+    items = request.get("TransactItems")
+    if items is None:
+        return _error("TransactionConflictException", CONFLICT_MESSAGE)
+    reason = (
+        {"Code": "TransactionConflict", "Message": CONFLICT_MESSAGE}
+        if kind == "TransactionConflict"
+        else {"Code": "ThrottlingError", "Message": "Throughput exceeds the current capacity of your table or index."}
+    )
+    refused = int(seed * len(items))
+    reasons = [reason if i == refused else {"Code": "None"} for i in range(max(len(items), 1))]
+    message = CANCELLED_MESSAGE.format(", ".join(r["Code"] for r in reasons))
+    return _error("TransactionCanceledException", message, CancellationReasons=reasons, Message=message)
 
 
 def _error(code: str, message: str, **extra: Any) -> Answer:
