@@ -107,10 +107,12 @@ def test_a_completion_refused_past_its_retries_keeps_the_output_for_the_retried_
         return run
 
     monkeypatch.setattr(runner, "implementation", counted)
-    with refused("TransactWriteItems", "TransactionConflict", 1000, mentions(*COMPLETION)) as conflicts:
-        # When it runs: the state machine is told to retry it
-        with pytest.raises(BlockRetryableError, match="kept for a retry"):
-            function("blocks/prompt_block")(event, context)
+    # When it runs: the state machine is told to retry it
+    with (
+        refused("TransactWriteItems", "TransactionConflict", 1000, mentions(*COMPLETION)) as conflicts,
+        pytest.raises(BlockRetryableError, match="kept for a retry"),
+    ):
+        function("blocks/prompt_block")(event, context)
     assert conflicts.refused == dynamodb.RetryBudget().attempts, conflicts
     [running] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
     assert running.status.value == "running"
