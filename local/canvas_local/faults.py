@@ -163,8 +163,8 @@ class FaultInjector:
 
     # Lambda
 
-    def lambda_fault(self) -> bool:
-        """Whether this Lambda invocation fails with Lambda.ServiceException."""
+    def lambda_fault(self, function_name: str) -> bool:
+        """Whether this invocation of `function_name` fails with Lambda.ServiceException (any function alike)."""
         if self._roll(self.faults.lambda_error):
             self.injected["lambda_error"] += 1
             return True

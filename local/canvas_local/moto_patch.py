@@ -130,11 +130,11 @@ _ORIGINAL_SEAM = getattr(lambda_eval_utils, SEAM_NAME)
 _lock = threading.Lock()
 _resolvers: list[FunctionResolver] = []
 # Whether the next Lambda task fails before its function runs (canvas_local.faults), when faults are injected.
-_lambda_fault: Callable[[], bool] | None = None
+_lambda_fault: Callable[[str], bool] | None = None
 
 
-def inject_lambda_faults(fault: Callable[[], bool] | None) -> None:
-    """Fail Lambda tasks with `Lambda.ServiceException` whenever `fault()` says so (None: never)."""
+def inject_lambda_faults(fault: Callable[[str], bool] | None) -> None:
+    """Fail Lambda tasks with `Lambda.ServiceException` whenever `fault(function_name)` says so (None: never)."""
     global _lambda_fault
     _lambda_fault = fault
 
@@ -170,7 +170,7 @@ def _invoke_in_process(parameters: dict, region: str, state_credentials: Any) ->
     if function is None:
         raise _function_not_found(parameters["FunctionName"])
     fault = _lambda_fault
-    if fault is not None and fault():
+    if fault is not None and fault(name):
         raise _lambda_error("ServiceException", "The Lambda service encountered an internal error", 500)
     try:
         # A task waits for a free execution environment (Step Functions would retry Lambda's throttling).
