@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from decimal import Decimal
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
@@ -438,22 +439,49 @@ def test_planning_the_account_cannot_pay_for_fails_the_run_uncharged(bedrock, aw
     assert data["metadata"]["credits_consumed"] == 0 and balance(account_id) == 3
 
 
-def test_a_run_whose_account_was_spent_meanwhile_is_not_planned(aws, function, context):
-    # Given a run accepted while the account held credits, which other runs then spent
+def test_a_run_keeps_the_credits_set_aside_for_it_when_others_spend_the_account(aws, function, context):
+    # Given a run admitted with 50 credits, all of them set aside for it (its estimate is more)
     account_id, api_key = create_account_with_key(credits=50)
     created = start_run(function, context, api_key, {"prompt": "Explain tides"})
-    aws.ddb.update_item(
-        TableName=aws.settings.accounts_table,
-        Key={"account_id": {"S": account_id}},
-        UpdateExpression="SET credits_balance = :zero",
-        ExpressionAttributeValues={":zero": {"N": "0"}},
-    )
+    assert balance(account_id) == 0
+    assert Store().get_run(created["run_id"]).reserved_credits == 50
     ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account_id}
-    # When
-    assert function("orchestration/plan_canvas")(ids, context)["blocks"] == []
-    # Then
+    # When it is planned and run, while another run of the account could take nothing from it
+    assert function("orchestration/plan_canvas")(ids, context)["blocks"]
+    drive(function, context, account_id, created)
+    # Then it completed, and what it did not spend came back at its end
     data = get_run(function, context, api_key, created["run_id"])
-    assert data["status"] == "failed"
-    assert [e["error"] for e in data["errors"]] == [
-        "Credits exhausted: the run was not planned (the account has 0 credits); add credits and run again"
-    ]
+    assert data["status"] == "completed"
+    assert balance(account_id) == 50 - data["metadata"]["credits_consumed"]
+    assert Store().get_run(created["run_id"]).reserved_credits == 0
+
+
+def test_a_run_that_outgrows_its_reservation_tops_up_in_steps_and_settles_once(aws, function, context, monkeypatch):
+    # Given a run whose reservation is far smaller than what its priced blocks spend
+    from canvas_core import estimates, pricing
+    from canvas_core.adapters import store as store_module
+
+    monkeypatch.setattr(estimates, "CREDITS_PER_BLOCK", 1)
+    monkeypatch.setitem(pricing.MODEL_PRICES, "offline/", (Decimal(40), Decimal(80)))
+    top_ups: list[int] = []
+    real_top_up = store_module.Store.top_up
+
+    def counted(self, run_id, account_id, needed, step):
+        top_ups.append(step)
+        return real_top_up(self, run_id, account_id, needed, step)
+
+    monkeypatch.setattr(store_module.Store, "top_up", counted)
+    account_id, api_key = create_account_with_key(credits=5000)
+    created = start_run(function, context, api_key, {"prompt": "Summarize the main arguments for a four-day week"})
+    reserved_at_start = Store().get_run(created["run_id"]).reserved_credits
+    # When it runs to its end
+    data = drive(function, context, account_id, created)
+    run = get_run(function, context, api_key, created["run_id"])
+    # Then it topped its reservation up (each step at least TOP_UP_CREDITS), spent exactly its credits, and gave
+    # back what it did not spend
+    assert run["status"] == "completed" and data
+    consumed = run["metadata"]["credits_consumed"]
+    assert consumed > reserved_at_start
+    assert top_ups and all(step >= store_module.TOP_UP_CREDITS for step in top_ups)
+    assert balance(account_id) == 5000 - consumed
+    assert Store().get_run(created["run_id"]).reserved_credits == 0

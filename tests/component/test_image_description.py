@@ -84,7 +84,7 @@ def test_an_uploaded_image_is_described_by_the_vision_model_and_charged(bedrock,
     # Given an uploaded PNG and a first call that is throttled
     bedrock.fail_next(429, "ThrottlingException")
     ids, node = image_block(account)
-    before = balance(account.account_id)
+    before = Store().get_run(ids.run_id).reserved_credits
     # When
     done = run_block(function, context, ids, node)
     # Then the retry sent the image's bytes to the vision model
@@ -99,7 +99,8 @@ def test_an_uploaded_image_is_described_by_the_vision_model_and_charged(bedrock,
     used = (VISION, tokens(call.system + " " + call.prompt) + IMAGE_TOKENS, tokens(DESCRIPTION))
     assert done.models_used == [VISION]
     assert done.credits == usage_credits([used]) > 0
-    assert before - balance(account.account_id) == done.credits
+    # spent from what the run set aside (the account settles with it when the run ends)
+    assert before - Store().get_run(ids.run_id).reserved_credits == done.credits
     # and the call is a task in the run's tree
     tasks = [t.name for t in Store().get_tasks(ids.canvas_id) if t.task_type == TaskType.TOOL_CALL]
     assert f"Model call: {VISION} ({used[1]} tokens in, {used[2]} out)" in tasks

@@ -24,7 +24,7 @@ from tests.support import body_of, load_event
 
 pytestmark = pytest.mark.component
 
-COMPLETION = ("#cur = :running", "credits_balance - :credits")
+COMPLETION = ("#cur = :running", "reserved_credits - :credits")
 
 
 @pytest.fixture(autouse=True)
@@ -61,14 +61,15 @@ def account_item(account_id: str) -> dict[str, Any]:
     return Store().get_account(account_id)
 
 
-def used(account_id: str, before: int) -> int:
-    return before - int(account_item(account_id)["credits_balance"])
+def reserved(run_id: str) -> int:
+    """What the run holds of the credits set aside for it."""
+    return Store().get_run(run_id).reserved_credits
 
 
 def test_a_conflicted_completion_is_retried_and_the_block_charged_once(aws, account, function, context):
     # Given a planned run whose first block's completion meets three conflicting transactions
-    before = int(account_item(account.account_id)["credits_balance"])
     created = start_run(function, context, account.api_key)
+    before = reserved(created["run_id"])
     ids, blocks = plan(function, context, account.account_id, created)
     first = blocks[0]
     # When the block runs
@@ -80,15 +81,15 @@ def test_a_conflicted_completion_is_retried_and_the_block_charged_once(aws, acco
     [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
     assert node.status.value == "completed" and node.credits > 0
     run = Store().get_run(created["run_id"])
-    assert used(account.account_id, before) == run.planning_credits + node.credits
+    assert before - reserved(created["run_id"]) == run.planning_credits + node.credits
 
 
 def test_a_completion_refused_past_its_retries_keeps_the_output_for_the_retried_block(
     aws, account, function, context, monkeypatch
 ):
     # Given a block whose completion DynamoDB keeps cancelling past the retry budget
-    before = int(account_item(account.account_id)["credits_balance"])
     created = start_run(function, context, account.api_key)
+    before = reserved(created["run_id"])
     ids, blocks = plan(function, context, account.account_id, created)
     first = blocks[0]
     event = {**ids, **first}
@@ -124,15 +125,15 @@ def test_a_completion_refused_past_its_retries_keeps_the_output_for_the_retried_
     [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
     assert node.status.value == "completed" and node.content and node.credits > 0
     run = Store().get_run(created["run_id"])
-    assert used(account.account_id, before) == run.planning_credits + node.credits
+    assert before - reserved(created["run_id"]) == run.planning_credits + node.credits
     tool_calls = [t for t in Store().get_tasks(created["canvas_id"]) if t.block_id == first["block_id"]]
     assert tool_calls and {t.status.value for t in tool_calls} == {"completed"}
 
 
 def test_a_completion_whose_answer_was_lost_is_not_applied_twice(aws, account, function, context, monkeypatch):
     # Given a DynamoDB that applies the block's completion, then loses the answer (a 500 after the write)
-    before = int(account_item(account.account_id)["credits_balance"])
     created = start_run(function, context, account.api_key)
+    before = reserved(created["run_id"])
     ids, blocks = plan(function, context, account.account_id, created)
     ddb = client("dynamodb")
     real = ddb.transact_write_items
@@ -155,7 +156,7 @@ def test_a_completion_whose_answer_was_lost_is_not_applied_twice(aws, account, f
     [node] = Store().get_nodes(created["canvas_id"], [blocks[0]["block_id"]])
     assert node.status.value == "completed"
     run = Store().get_run(created["run_id"])
-    assert used(account.account_id, before) == run.planning_credits + node.credits
+    assert before - reserved(created["run_id"]) == run.planning_credits + node.credits
 
 
 def test_a_release_meeting_a_transaction_on_the_dependent_is_retried(aws, account, function, context):

@@ -39,6 +39,20 @@ BLOCK_MS: dict[BlockType, int] = {
 }
 
 
+# What a block of the typical canvas is expected to cost, in credits: a few thousand tokens of a mid-priced model.
+CREDITS_PER_BLOCK = 20
+
+
+def estimate_credits(template: str, blocks: list[str] | None, file_count: int) -> int:
+    """What a run is expected to spend: planning and each block of the typical canvas (and one per upload), at
+    CREDITS_PER_BLOCK. It sizes the run's reservation, not what it is charged."""
+    from canvas_core.agents.checks import constraint_for
+    from canvas_core.agents.rules import rule_steps
+
+    steps = rule_steps("", None, constraint_for(template, blocks))
+    return CREDITS_PER_BLOCK * (1 + len(steps) + file_count)
+
+
 def estimate_duration_ms(template: str, blocks: list[str] | None, file_count: int) -> int:
     from canvas_core.agents.checks import constraint_for
     from canvas_core.agents.rules import rule_steps

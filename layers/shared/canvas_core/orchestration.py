@@ -80,7 +80,7 @@ def _function_for(block_type: str, block_functions: dict[str, str]) -> str:
 def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:
     """Plan the canvas and store it. When the account cannot pay for planning, the run fails with the reason
     and has no blocks: nothing is charged, and the balance never goes below zero."""
-    account = store.get_account(run.account_id)
+    account = store.get_account(run.account_id) if not run.reserved_credits else None
     balance = int(account.get("credits_balance", 0)) if account else 0
     if account is not None and balance <= 0:
         # Spent by other runs since this one was accepted: do not call the Planner for nothing.

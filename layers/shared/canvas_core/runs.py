@@ -23,7 +23,7 @@ from canvas_core.errors import (
     RunNotFoundError,
     TooManyConcurrentRunsError,
 )
-from canvas_core.estimates import estimate_duration_ms
+from canvas_core.estimates import estimate_credits, estimate_duration_ms
 from canvas_core.models.api import (
     ArtifactView,
     CreateRunRequest,
@@ -97,7 +97,10 @@ def create_run(
         estimated_duration_ms=estimate_duration_ms(request.template, request.blocks, len(uploads)),
     )
     canvas = CanvasItem(canvas_id=canvas_id, account_id=account_id, run_id=run_id, canvas_name=canvas_name(run.prompt))
-    if not store.admit_run(run, canvas, limit):
+    # Credits set aside for the run as it is admitted: what it is expected to spend, at most the balance. Its blocks
+    # spend from it, not from the account item every run of the account shares; what is left returns at its end.
+    reserve = min(estimate_credits(request.template, request.blocks, len(uploads)), balance)
+    if not store.admit_run(run, canvas, limit, reserve=reserve):
         raise TooManyConcurrentRunsError(limit)
     try:
         executions.start(

@@ -9,7 +9,7 @@ its runs still `running`: a run is counted in the write that stores it and uncou
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from canvas_core.adapters.dynamodb import (
 )
 from canvas_core.adapters.usage import credits_used_counter, runs_counter
 from canvas_core.clock import now_ms
-from canvas_core.errors import CreditsExhaustedError
+from canvas_core.errors import CreditsExhaustedError, InsufficientCreditsError, StorageBusyError
 from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem, RunSummaryItem, TaskItem
 from canvas_core.settings import ServiceSettings, service_settings
 
@@ -38,6 +38,12 @@ CANVAS_ITEM = "CANVAS"
 # The runs table's index of an account's runs by creation time (template.yaml, RunsTable).
 RUNS_BY_ACCOUNT_INDEX = "account_id-created_at_ms-index"
 NODE_PREFIX = "NODE#"
+# How often a write that found the balance or a reservation changed by others looks again before giving up.
+ADMISSION_ATTEMPTS = 8
+SETTLEMENT_ATTEMPTS = 16
+TOP_UP_ATTEMPTS = 8
+# The least a run's reservation is topped up by, in credits: a run writes its account once per step at most.
+TOP_UP_CREDITS = 100
 EDGE_PREFIX = "EDGE#"
 
 
@@ -117,49 +123,68 @@ class Store:
 
     # Runs
 
-    def admit_run(self, run: RunItem, canvas: CanvasItem, max_active_runs: int) -> bool:
-        """Store a new run and its canvas, and count the run among its account's running runs, in one write.
-        False, with nothing stored, when the account already has `max_active_runs` running (DynamoDB checks the
-        count as it is, so creates racing each other cannot pass the limit together)."""
-        admit = {
-            "Update": {
-                "TableName": self.settings.accounts_table,
-                "Key": {"account_id": {"S": run.account_id}},
-                # The month's run counter moves in the same write (GET /v1/account).
-                "UpdateExpression": (
-                    f"SET active_runs = if_not_exists(active_runs, :zero) + :one ADD {runs_counter()} :one"
-                ),
-                "ConditionExpression": (
-                    "attribute_exists(account_id) AND (attribute_not_exists(active_runs) OR active_runs < :limit)"
-                ),
-                "ExpressionAttributeValues": expression_values(zero=0, one=1, limit=max_active_runs),
+    def admit_run(self, run: RunItem, canvas: CanvasItem, max_active_runs: int, reserve: int = 0) -> bool:
+        """Store a new run and its canvas, count the run among its account's running runs and set `reserve` credits
+        aside for it (at most the balance), in one write. False, with nothing stored, when the account already has
+        `max_active_runs` running (DynamoDB checks the count as it is, so creates racing each other cannot pass the
+        limit together). InsufficientCreditsError, with nothing stored, when the balance is spent."""
+        for _ in range(ADMISSION_ATTEMPTS):
+            admitted = run.model_copy(update={"reserved_credits": reserve})
+            admit = {
+                "Update": {
+                    "TableName": self.settings.accounts_table,
+                    "Key": {"account_id": {"S": run.account_id}},
+                    # The month's run counter moves in the same write (GET /v1/account).
+                    "UpdateExpression": (
+                        "SET active_runs = if_not_exists(active_runs, :zero) + :one,"
+                        f" credits_balance = credits_balance - :reserve ADD {runs_counter()} :one"
+                    ),
+                    "ConditionExpression": (
+                        "attribute_exists(account_id) AND credits_balance >= :reserve"
+                        " AND (attribute_not_exists(active_runs) OR active_runs < :limit)"
+                    ),
+                    "ExpressionAttributeValues": expression_values(
+                        zero=0, one=1, limit=max_active_runs, reserve=reserve
+                    ),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
             }
-        }
-        try:
-            self._transact(
-                [
-                    {
-                        "Put": {
-                            "TableName": self.settings.canvases_table,
-                            "Item": self._item(canvas, item_id=CANVAS_ITEM),
-                            "ConditionExpression": "attribute_not_exists(canvas_id)",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self.settings.runs_table,
-                            "Item": self._item(run),
-                            "ConditionExpression": "attribute_not_exists(run_id)",
-                        }
-                    },
-                    admit,
-                ]
-            )
-        except ConditionFailed as exc:
-            if "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
-                raise
-            return False
-        return True
+            try:
+                self._transact(
+                    [
+                        {
+                            "Put": {
+                                "TableName": self.settings.canvases_table,
+                                "Item": self._item(canvas, item_id=CANVAS_ITEM),
+                                "ConditionExpression": "attribute_not_exists(canvas_id)",
+                            }
+                        },
+                        {
+                            "Put": {
+                                "TableName": self.settings.runs_table,
+                                "Item": self._item(admitted),
+                                "ConditionExpression": "attribute_not_exists(run_id)",
+                            }
+                        },
+                        admit,
+                    ]
+                )
+            except ConditionFailed as exc:
+                if "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
+                    raise
+                account = _refused_item(exc)
+                if account is None or int(account.get("active_runs", 0)) >= max_active_runs:
+                    return False
+                # Other runs took credits since the balance was read: reserve what is left.
+                balance = int(account.get("credits_balance", 0))
+                if balance <= 0:
+                    raise InsufficientCreditsError(
+                        f"Insufficient credits: the account balance is {balance}; add credits to start a run"
+                    ) from exc
+                reserve = min(reserve, balance)
+                continue
+            return True
+        raise StorageBusyError("The account's balance kept changing while the run was admitted")
 
     def put_run(self, run: RunItem) -> None:
         with dynamodb_errors():
@@ -207,47 +232,193 @@ class Store:
 
     def finish_run(self, run_id: str, account_id: str | None = None, **fields: Any) -> bool:
         """Write a run's terminal fields once: only a run still `running` changes. False if it had ended.
-        With `account_id` (every path that ends a run passes it), the same write uncounts the run from that
-        account's running runs, so its slot is given back exactly once."""
-        names = {f"#{k}": k for k in fields}
-        sets = ", ".join(f"#{k} = :{k}" for k in fields)
-        run_update = {
-            "Update": {
-                "TableName": self.settings.runs_table,
-                "Key": {"run_id": {"S": run_id}},
-                "UpdateExpression": f"SET {sets}",
-                "ConditionExpression": "attribute_exists(run_id) AND #cur = :running",
-                "ExpressionAttributeNames": names | {"#cur": "status"},
-                "ExpressionAttributeValues": expression_values(**jsonable_fields(fields), running="running"),
+        With `account_id` (every path that ends a run passes it), the same write settles the run with that account:
+        its slot among the account's running runs is given back, the credits it set aside and did not spend return
+        to the balance, and what it spent (`credits_consumed`) is added to the month's use, exactly once."""
+        for _ in range(SETTLEMENT_ATTEMPTS):
+            run = self._consistent_run(run_id) if account_id else None
+            if account_id and run is None:
+                return False
+            reserved = run.get("reserved_credits") if run else None
+            names = {f"#{k}": k for k in fields} | {"#cur": "status"}
+            values = expression_values(**jsonable_fields(fields), running="running")
+            sets = ", ".join(f"#{k} = :{k}" for k in fields)
+            condition = "attribute_exists(run_id) AND #cur = :running"
+            if reserved is not None:
+                sets += ", reserved_credits = :none_left"
+                condition += " AND reserved_credits = :reserved"
+                values |= expression_values(none_left=0, reserved=int(reserved))
+            run_update = {
+                "Update": {
+                    "TableName": self.settings.runs_table,
+                    "Key": {"run_id": {"S": run_id}},
+                    "UpdateExpression": f"SET {sets}",
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values,
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
             }
-        }
-        release = self._release_slot(account_id) if account_id else []
-        try:
-            self._transact([run_update, *release])
-        except ConditionFailed as exc:
-            if not release or "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
-                return False
-            # The account counts nothing (it has gone, or the run was stored before runs were counted):
-            # end the run all the same; the count never goes below zero.
+            spent = int(fields.get("credits_consumed") or 0)
+            settle = self._settle(account_id, reserved, spent, release_slot=True) if account_id else []
+            settled_by = account_id or ""
             try:
-                self._transact([run_update])
-            except ConditionFailed:
-                return False
-        return True
+                self._transact([run_update, *settle])
+            except ConditionFailed as exc:
+                codes = cancellation_codes(exc)
+                if not settle or (codes and codes[0] == "ConditionalCheckFailed"):
+                    stored = _refused_item(exc, 0)
+                    if stored is not None and stored.get("status") == "running":
+                        continue  # a block spent from the reservation meanwhile: settle what is left now
+                    return False
+                # The account counts no running run (it was stored before runs were counted) or has gone: settle
+                # without the slot, or end the run alone; the count never goes below zero.
+                try:
+                    self._transact([run_update, *self._settle(settled_by, reserved, spent, release_slot=False)])
+                except ConditionFailed:
+                    try:
+                        self._transact([run_update])
+                    except ConditionFailed:
+                        return False
+            return True
+        raise StorageBusyError("The run's reservation kept changing while it was settled")
 
-    def _release_slot(self, account_id: str) -> list[dict[str, Any]]:
-        """The transaction item that uncounts a run from its account's running runs (never below zero)."""
+    def _settle(self, account_id: str, reserved: Any, spent: int, release_slot: bool) -> list[dict[str, Any]]:
+        """The account's side of a run's end: its slot given back (never below zero), and for a run that held a
+        reservation, the unspent credits returned and what it spent added to the month's use."""
+        sets, adds = [], []
+        values: dict[str, Any] = {}
+        condition = "attribute_exists(account_id)"
+        if release_slot:
+            sets.append("active_runs = active_runs - :one")
+            condition += " AND active_runs > :zero"
+            values |= expression_values(one=1, zero=0)
+        if reserved is not None:
+            adds += ["credits_balance :unspent", f"{credits_used_counter()} :spent"]
+            values |= expression_values(unspent=int(reserved), spent=spent)
+        if not sets and not adds:
+            return []
+        expression = (f"SET {', '.join(sets)} " if sets else "") + (f"ADD {', '.join(adds)}" if adds else "")
         return [
             {
                 "Update": {
                     "TableName": self.settings.accounts_table,
                     "Key": {"account_id": {"S": account_id}},
-                    "UpdateExpression": "SET active_runs = active_runs - :one",
-                    "ConditionExpression": "active_runs > :zero",
-                    "ExpressionAttributeValues": expression_values(one=1, zero=0),
+                    "UpdateExpression": expression.strip(),
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeValues": values,
                 }
             }
         ]
+
+    def _consistent_run(self, run_id: str) -> dict[str, Any] | None:
+        with dynamodb_errors():
+            found = self.ddb.get_item(
+                TableName=self.settings.runs_table,
+                Key={"run_id": {"S": run_id}},
+                ProjectionExpression="run_id, #s, reserved_credits, account_id",
+                ExpressionAttributeNames={"#s": "status"},
+                ConsistentRead=True,
+            )
+        return from_item(found["Item"]) if "Item" in found else None
+
+    def top_up(self, run_id: str, account_id: str, needed: int, step: int) -> None:
+        """Move credits from the account to a running run's reservation so that it holds at least `needed`: at
+        least `step` (bounded steps: a run that outgrows its reservation writes its account once per step, not per
+        block), at most the balance. CreditsExhaustedError, with nothing moved, when the two together cannot."""
+        for _ in range(ADMISSION_ATTEMPTS):
+            run = self._consistent_run(run_id)
+            account = self.get_account(account_id)
+            if run is None or run.get("reserved_credits") is None or account is None:
+                return
+            reserved, balance = int(run["reserved_credits"]), int(account.get("credits_balance", 0))
+            if reserved >= needed:
+                return
+            if reserved + balance < needed:
+                raise CreditsExhaustedError(needed, reserved + balance)
+            take = min(balance, max(step, needed - reserved))
+            try:
+                self._transact(
+                    [
+                        {
+                            "Update": {
+                                "TableName": self.settings.accounts_table,
+                                "Key": {"account_id": {"S": account_id}},
+                                "UpdateExpression": "SET credits_balance = credits_balance - :take",
+                                "ConditionExpression": "credits_balance >= :take",
+                                "ExpressionAttributeValues": expression_values(take=take),
+                            }
+                        },
+                        {
+                            "Update": {
+                                "TableName": self.settings.runs_table,
+                                "Key": {"run_id": {"S": run_id}},
+                                "UpdateExpression": "SET reserved_credits = reserved_credits + :take",
+                                "ConditionExpression": "attribute_exists(reserved_credits) AND #s = :running",
+                                "ExpressionAttributeNames": {"#s": "status"},
+                                "ExpressionAttributeValues": expression_values(take=take, running="running"),
+                            }
+                        },
+                    ]
+                )
+            except ConditionFailed:
+                continue  # the balance or the run changed meanwhile: look again
+            return
+        raise StorageBusyError("The account's balance kept changing while a run's reservation was topped up")
+
+    def _spend(self, run_id: str, credits: int) -> list[dict[str, Any]]:
+        """The transaction item that spends `credits` from a run's reservation, only if it holds them; nothing for
+        zero credits. On a refusal the cancellation reason carries the run as it was (see `_spend_refused`)."""
+        if credits <= 0:
+            return []
+        return [
+            {
+                "Update": {
+                    "TableName": self.settings.runs_table,
+                    "Key": {"run_id": {"S": run_id}},
+                    "UpdateExpression": "SET reserved_credits = reserved_credits - :credits",
+                    "ConditionExpression": "reserved_credits >= :credits",
+                    "ExpressionAttributeValues": expression_values(credits=credits),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
+        ]
+
+    def _pay(
+        self,
+        write: Callable[[list[dict[str, Any]]], None],
+        credits: int,
+        run_id: str | None,
+        account_id: str | None,
+    ) -> None:
+        """`write(debit)`: the rest of a transaction with the item that pays `credits`: from the run's reservation
+        (topped up from the account when it falls short), from the account for a run without one, nothing when
+        neither exists (the work is kept, uncharged). CreditsExhaustedError when they cannot pay."""
+        if run_id is not None:
+            for _ in range(TOP_UP_ATTEMPTS):
+                try:
+                    write(self._spend(run_id, credits))
+                    return
+                except ConditionFailed as exc:
+                    if credits <= 0 or "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
+                        raise
+                    run = _refused_item(exc)
+                    if run is None or run.get("reserved_credits") is None:
+                        break  # no run, or one without a reservation: the account pays
+                    if account_id is None:
+                        raise CreditsExhaustedError(credits, int(run["reserved_credits"])) from exc
+                    self.top_up(run_id, account_id, credits, step=max(credits, TOP_UP_CREDITS))
+            else:
+                raise StorageBusyError("The run's reservation kept running short while a block was paid")
+        debit = self._debit(account_id, credits) if account_id else []
+        try:
+            write(debit)
+        except ConditionFailed as exc:
+            if not debit or "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
+                raise
+            _refuse_overdraft(exc, credits)
+            # Only the account was missing: keep the work, uncharged.
+            write([])
 
     # Canvases
 
@@ -396,11 +567,13 @@ class Store:
         debit_account: str | None = None,
         dependents: list[str] | None = None,
         release: Mapping[str, str] | None = None,
+        debit_run: str | None = None,
         **fields: Any,
     ) -> Completion | None:
         """Node `completed` with its output, and its tasks `completed`, in one write; only from `running`
         (None otherwise: a block recorded as failed meanwhile stays failed). With `debit_account`, the same
-        write takes the node's `credits` off that account, so a block is charged exactly once. With
+        write takes the node's `credits` off that account, so a block is charged exactly once; with `debit_run` too,
+        off that run's reservation (see `_pay`). With
         `dependents`, the same write counts the block as an ended input of each (see `count_input_ended`), so
         the release that follows only reads them. `release` (dependent id -> task token) names dependents this
         block was the last input of when it started, parked with that token: the same write claims their
@@ -408,7 +581,7 @@ class Store:
         another token), the block completes without claiming any, and the release that follows claims them."""
         if release:
             try:
-                self._complete(canvas_id, block_id, task_ids, debit_account, dependents, release, fields)
+                self._complete(canvas_id, block_id, task_ids, debit_account, debit_run, dependents, release, fields)
                 return Completion(released=dict(release))
             except ConditionFailed as exc:
                 counts_from = 1 + len(task_ids)
@@ -416,7 +589,7 @@ class Store:
                 if "ConditionalCheckFailed" not in codes:
                     return None  # not a claim that failed: the block is no longer running
         try:
-            self._complete(canvas_id, block_id, task_ids, debit_account, dependents, None, fields)
+            self._complete(canvas_id, block_id, task_ids, debit_account, debit_run, dependents, None, fields)
         except ConditionFailed:
             return None
         return Completion()
@@ -427,6 +600,7 @@ class Store:
         block_id: str,
         task_ids: list[str],
         debit_account: str | None,
+        debit_run: str | None,
         dependents: list[str] | None,
         release: Mapping[str, str] | None,
         fields: dict[str, Any],
@@ -471,15 +645,12 @@ class Store:
             for dependent in dict.fromkeys(dependents or [])
         ]
         credits = int(fields.get("credits") or 0)
-        debit = self._debit(debit_account, credits) if debit_account else []
-        try:
-            self._transact([node_update, *task_updates, *counts, *debit])
-        except ConditionFailed as exc:
-            if not debit or "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
-                raise
-            _refuse_overdraft(exc, credits)
-            # Only the account was missing: keep the block's work, uncharged.
-            self._transact([node_update, *task_updates, *counts])
+        self._pay(
+            lambda debit: self._transact([node_update, *task_updates, *counts, *debit]),
+            credits,
+            debit_run,
+            debit_account,
+        )
 
     def _debit(self, account_id: str, credits: int) -> list[dict[str, Any]]:
         """The transaction item that takes `credits` off an account's balance, only if the balance holds them
@@ -503,9 +674,9 @@ class Store:
         ]
 
     def record_planning(self, run_id: str, account_id: str, models_used: list[str], credits: int) -> bool:
-        """Store what planning used on the run and take its credits off the account, in one write, once per run
-        (False when a retried step finds it recorded). CreditsExhaustedError, with nothing written, when the
-        balance does not hold them."""
+        """Store what planning used on the run and pay its credits (from the run's reservation, else the account), in
+        one write, once per run (False when a retried step finds it recorded). CreditsExhaustedError, with nothing
+        written, when they cannot be paid."""
         run_update = {
             "Update": {
                 "TableName": self.settings.runs_table,
@@ -517,14 +688,29 @@ class Store:
                 "ExpressionAttributeValues": expression_values(models=models_used, credits=credits, yes=True),
             }
         }
-        debit = self._debit(account_id, credits)
+        run = self._consistent_run(run_id)
+        reserved = run is not None and run.get("reserved_credits") is not None
         try:
-            self._transact([run_update, *debit])
-        except ConditionFailed as exc:
-            if not debit or "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
-                return False
-            _refuse_overdraft(exc, credits)
-            self._transact([run_update])
+            if reserved and credits > 0:
+                # The run's own item pays: its update and the spend are one update of one item.
+                update: dict[str, Any] = run_update["Update"]
+                update["UpdateExpression"] += ", reserved_credits = reserved_credits - :spend"
+                update["ConditionExpression"] += " AND reserved_credits >= :spend"
+                update["ExpressionAttributeValues"] |= expression_values(spend=credits)
+                update["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+                for _ in range(TOP_UP_ATTEMPTS):
+                    try:
+                        self._transact([run_update])
+                        return True
+                    except ConditionFailed as exc:
+                        stored = _refused_item(exc, 0)
+                        if stored is None or "planning_recorded" in stored:
+                            return False
+                        self.top_up(run_id, account_id, credits, step=max(credits, TOP_UP_CREDITS))
+                raise StorageBusyError("The run's reservation kept running short while planning was paid")
+            self._pay(lambda debit: self._transact([run_update, *debit]), credits, None, account_id)
+        except ConditionFailed:
+            return False
         return True
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
@@ -698,6 +884,15 @@ class Store:
                 with dynamodb_errors():
                     response = self.ddb.batch_write_item(RequestItems=request)
                 request = response.get("UnprocessedItems") or None
+
+
+def _refused_item(exc: ConditionFailed, index: int = -1) -> dict[str, Any] | None:
+    """The item as it was, of the transaction's item at `index` whose condition failed (asked with
+    `ReturnValuesOnConditionCheckFailure`), or None when it does not exist."""
+    reasons = cancellation_reasons(exc)
+    if not reasons or not reasons[index].get("Item"):
+        return None
+    return from_item(reasons[index]["Item"])
 
 
 def _refuse_overdraft(exc: ConditionFailed, credits: int) -> None:

@@ -140,6 +140,11 @@ def _run_once(
     if run.account_id != block.account_id:
         account = store.get_account(run.account_id)
     refusal = balance_refusal(account)
+    if refusal and run.reserved_credits is not None:
+        # The account's balance is spent, but the run may still hold credits set aside for it.
+        current = store.get_run(run.run_id)
+        if current is not None and (current.reserved_credits or 0) > 0:
+            refusal = None
     if refusal:
         store.update_node(block.canvas_id, node.block_id, status=NodeStatus.SKIPPED.value, error=refusal)
         store.set_task_status(block.canvas_id, persona_task_id(block.canvas_id, node.block_id), TaskStatus.ERROR)
@@ -215,6 +220,7 @@ def _complete(
             node.block_id,
             _task_ids(block.canvas_id, node.block_id),
             debit_account=run.account_id,
+            debit_run=run.run_id,
             dependents=node.dependents,
             release=claims.tokens,
             **fields,
@@ -251,7 +257,7 @@ def _complete(
     done = NodeItem.model_validate(
         node.model_dump(mode="json") | jsonable_fields(fields) | {"status": NodeStatus.COMPLETED.value}
     )
-    carry = claims.carry(done, _debited(account, credits))
+    carry = claims.carry(done, account if run.reserved_credits is not None else _debited(account, credits))
     return _Attempt(node, completed, finished.released, tool_calls, carry)
 
 
