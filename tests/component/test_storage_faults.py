@@ -246,3 +246,30 @@ def test_an_endpoint_created_a_moment_ago_is_listed_while_the_index_lags(aws, ac
         events.unregister("before-send.dynamodb.Query", lagging_index)
     # Then it is there
     assert [e.endpoint_id for e in listed] == [endpoint.endpoint_id]
+
+
+def test_a_release_claim_whose_answer_was_lost_is_still_its_callers(aws, account, function, context, monkeypatch):
+    # Given a parked block ready to go, and a DynamoDB that applies a claim, then loses the answer
+    created = start_run(function, context, account.api_key)
+    _, blocks = plan(function, context, account.account_id, created)
+    waiting = blocks[1]["block_id"]
+    store = Store()
+    store.update_node(created["canvas_id"], waiting, task_token="token-1", pending_inputs=0)
+    ddb = client("dynamodb")
+    real = ddb.update_item
+    lost: list[dict] = []
+
+    def applied_then_lost(**kwargs: Any) -> Any:
+        answer = real(**kwargs)
+        if not lost and "released_by" in kwargs.get("UpdateExpression", ""):
+            lost.append(kwargs)
+            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "Internal error"}}, "UpdateItem")
+        return answer
+
+    monkeypatch.setattr(ddb, "update_item", applied_then_lost)
+    # When it is claimed (the retry resends the same write), and then claimed again by another caller
+    claimed = store.claim_ready_release(created["canvas_id"], waiting, 1)
+    again = store.claim_ready_release(created["canvas_id"], waiting, 2)
+    # Then the first caller holds the claim, once, and nobody else gets it
+    assert lost and claimed is not None and claimed["task_token"] == "token-1"
+    assert again is None

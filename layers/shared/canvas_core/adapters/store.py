@@ -9,6 +9,7 @@ its runs still `running`: a run is counted in the write that stores it and uncou
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -786,15 +787,20 @@ class Store:
         return from_item(found["Item"]) if "Item" in found else None
 
     def claim_release(self, canvas_id: str, block_id: str, released_at_ms: int) -> bool:
-        """True for exactly one caller: the one that may send the parked block's token."""
+        """True for exactly one caller: the one that may send the parked block's token. The claim names its caller,
+        so a retry of the same write whose first answer was lost (botocore resends it as it was) finds the claim its
+        own, not someone else's."""
+        claimant = str(uuid.uuid4())
         try:
             with dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.canvases_table,
                     Key=self._node_key(canvas_id, block_id),
-                    UpdateExpression="SET released_at_ms = :now",
-                    ConditionExpression="attribute_not_exists(released_at_ms) AND attribute_exists(task_token)",
-                    ExpressionAttributeValues=expression_values(now=released_at_ms),
+                    UpdateExpression="SET released_at_ms = :now, released_by = :me",
+                    ConditionExpression=(
+                        "(attribute_not_exists(released_at_ms) AND attribute_exists(task_token)) OR released_by = :me"
+                    ),
+                    ExpressionAttributeValues=expression_values(now=released_at_ms, me=claimant),
                 )
         except ConditionFailed:
             return False
@@ -802,18 +808,20 @@ class Store:
 
     def claim_ready_release(self, canvas_id: str, block_id: str, released_at_ms: int) -> dict[str, Any] | None:
         """Claim the release of a block only if it is ready (no pending input) and parked: the node as claimed
-        (its token included) for exactly one caller, None for the others and while it is not ready or parked."""
+        (its token included) for exactly one caller, None for the others and while it is not ready or parked. Like
+        `claim_release`, the claim names its caller, so a resent write finds it its own."""
+        claimant = str(uuid.uuid4())
         try:
             with dynamodb_errors():
                 found = self.ddb.update_item(
                     TableName=self.settings.canvases_table,
                     Key=self._node_key(canvas_id, block_id),
-                    UpdateExpression="SET released_at_ms = :now",
+                    UpdateExpression="SET released_at_ms = :now, released_by = :me",
                     ConditionExpression=(
-                        "pending_inputs <= :zero AND attribute_exists(task_token)"
-                        " AND attribute_not_exists(released_at_ms)"
+                        "(pending_inputs <= :zero AND attribute_exists(task_token)"
+                        " AND attribute_not_exists(released_at_ms)) OR released_by = :me"
                     ),
-                    ExpressionAttributeValues=expression_values(now=released_at_ms, zero=0),
+                    ExpressionAttributeValues=expression_values(now=released_at_ms, zero=0, me=claimant),
                     ReturnValues="ALL_NEW",
                 )
         except ConditionFailed:
@@ -825,7 +833,7 @@ class Store:
             self.ddb.update_item(
                 TableName=self.settings.canvases_table,
                 Key=self._node_key(canvas_id, block_id),
-                UpdateExpression="REMOVE released_at_ms",
+                UpdateExpression="REMOVE released_at_ms, released_by",
             )
 
     @staticmethod
