@@ -24,6 +24,7 @@ from canvas_local import moto_patch, priority
 from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.events import ExecutionWatcher
 from canvas_local.faults import FaultInjector, Faults
+from canvas_local.faults import from_environment as faults_from_environment
 from canvas_local.frontdoor import FrontDoor
 from canvas_local.lambda_runtime import ACCOUNT_ID, DEFAULT_CONCURRENCY, REGION, LocalFunction
 from canvas_local.moto_server import MotoServer
@@ -105,7 +106,8 @@ class LocalStack:
         self.provider = provider
         self.requested_keys = list(api_keys)
         self.generate_key = generate_key
-        self.faults = faults or Faults()
+        # AWS's failures to inject: as given, else as CANVAS_INJECT_FAULTS says (how `make test` runs the e2e tier).
+        self.faults = faults if faults is not None else faults_from_environment(os.environ)
         # What was injected, once the stack has started with faults (canvas_local.faults).
         self.fault_injector: FaultInjector | None = None
 

@@ -54,17 +54,29 @@ class AccountStore(Store):
     # Credits
 
     def grant_credits(self, account_id: str, credits: int) -> int:
-        """Add credits to an existing account's balance; the new balance. ConditionFailed when there is none."""
+        """Add credits to an existing account's balance; the new balance. ConditionFailed when there is none. A
+        transaction, for its token: a grant resent after its answer was lost is not added twice."""
+        self._transact(
+            [
+                {
+                    "Update": {
+                        "TableName": self.settings.accounts_table,
+                        "Key": {"account_id": {"S": account_id}},
+                        "UpdateExpression": "ADD credits_balance :credits",
+                        "ConditionExpression": "attribute_exists(account_id)",
+                        "ExpressionAttributeValues": expression_values(credits=credits),
+                    }
+                }
+            ]
+        )
         with dynamodb_errors():
-            updated = self.ddb.update_item(
+            found = self.ddb.get_item(
                 TableName=self.settings.accounts_table,
                 Key={"account_id": {"S": account_id}},
-                UpdateExpression="ADD credits_balance :credits",
-                ConditionExpression="attribute_exists(account_id)",
-                ExpressionAttributeValues=expression_values(credits=credits),
-                ReturnValues="UPDATED_NEW",
+                ProjectionExpression="credits_balance",
+                ConsistentRead=True,
             )
-        return int(from_item(updated["Attributes"])["credits_balance"])
+        return int(from_item(found.get("Item", {})).get("credits_balance", 0))
 
     # Portal sessions
 
