@@ -4,7 +4,7 @@ and a single-process emulator, answering one request at a time, never would.
 - `transaction_conflict`: a TransactWriteItems is cancelled as DynamoDB cancels one that met another transaction on
   one of its items (`TransactionCanceledException`, that item's reason `TransactionConflict`), and a conditional
   PutItem, UpdateItem or DeleteItem as DynamoDB refuses one that met a transaction in flight
-  (`TransactionConflictException`).
+  (`TransactionConflictException`): only on a table that transactions write, since only they hold items.
 - `throttle`: a DynamoDB read or write is refused with `ProvisionedThroughputExceededException`.
 - `gsi_lag_ms`: a query of a global secondary index does not see an item written less than that long ago (an index
   is eventually consistent; an item changed within the lag is left out rather than shown as it was).
@@ -96,6 +96,8 @@ class FaultInjector:
         self._lock = threading.Lock()
         # (table, key as JSON) -> when it was last written (monotonic seconds), while within the index lag.
         self._written: dict[tuple[str, str], float] = {}
+        # The tables transactions have written: a single write can meet a transaction in flight only there.
+        self._transacted: set[str] = set()
 
     def _roll(self, rate: float) -> bool:
         if rate <= 0:
@@ -123,7 +125,13 @@ class FaultInjector:
         if (operation in READS or operation in WRITES) and self._roll(self.faults.throttle):
             self.injected["throttle"] += 1
             return refusal("ProvisionedThroughputExceededException", request)
-        conditional = operation in SINGLE_WRITES and request.get("ConditionExpression")
+        if operation == "TransactWriteItems":
+            tables = {op.get("TableName") for entry in request.get("TransactItems", []) for op in entry.values()}
+            with self._lock:
+                self._transacted |= {t for t in tables if t}
+        with self._lock:
+            held = request.get("TableName") in self._transacted
+        conditional = operation in SINGLE_WRITES and request.get("ConditionExpression") and held
         if (operation == "TransactWriteItems" or conditional) and self._roll(self.faults.transaction_conflict):
             self.injected["transaction_conflict"] += 1
             with self._lock:

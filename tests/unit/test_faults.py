@@ -134,3 +134,14 @@ def test_a_refusal_is_answered_in_place_of_moto(monkeypatch):
     request = json.dumps({"TransactItems": [{"Put": {"TableName": "Runs", "Item": {}}}]}).encode()
     status, _, _ = always.dynamodb("TransactWriteItems", request, answer)
     assert status == 400 and not asked
+
+
+def test_a_conditional_write_conflicts_only_where_transactions_write():
+    # Given every conflict injected, and a table no transaction has written (e.g. idempotency records)
+    always = injector(transaction_conflict=1.0)
+    put = json.dumps({"TableName": "Nodes", "Item": {}, "ConditionExpression": "attribute_not_exists(id)"}).encode()
+    assert always.dynamodb("PutItem", put, lambda: (200, {}, b"{}"))[0] == 200
+    # When a transaction has written the table, a conditional write to it may meet one in flight
+    transaction = json.dumps({"TransactItems": [{"Update": {"TableName": "Nodes", "Key": {}}}]}).encode()
+    assert always.dynamodb("TransactWriteItems", transaction, lambda: (200, {}, b"{}"))[0] == 400
+    assert always.dynamodb("PutItem", put, lambda: (200, {}, b"{}"))[0] == 400
