@@ -273,3 +273,18 @@ def test_a_release_claim_whose_answer_was_lost_is_still_its_callers(aws, account
     # Then the first caller holds the claim, once, and nobody else gets it
     assert lost and claimed is not None and claimed["task_token"] == "token-1"
     assert again is None
+
+
+def test_a_create_refused_past_its_retries_answers_503_with_retry_after_and_stores_nothing(
+    aws, account, function, context
+):
+    # Given the account item held by other transactions for longer than the retries last
+    with refused("TransactWriteItems", "TransactionConflict", 1000, mentions("active_runs")):
+        # When a run is created
+        response = function("api/create_run")(load_event("create_run", api_key=account.api_key), context)
+    # Then the client is told to come back, and nothing was admitted
+    assert response["statusCode"] == 503
+    assert body_of(response) == {"success": False, "error": "The service is busy: please try again in a moment"}
+    headers = response.get("multiValueHeaders") or {}
+    assert headers.get("Retry-After") == ["1"] or response.get("headers", {}).get("Retry-After") == "1"
+    assert int(account_item(account.account_id).get("active_runs", 0)) == 0

@@ -69,6 +69,15 @@ class InsufficientCreditsError(ServiceError):
     status_code = 402
 
 
+class ServiceBusyError(ServiceError):
+    status_code = 503
+    # DynamoDB sheds load for moments: a second is enough for most of its throttling to pass.
+    retry_after_seconds = 1
+
+    def __init__(self) -> None:
+        super().__init__("The service is busy: please try again in a moment")
+
+
 class ConflictError(ServiceError):
     status_code = 409
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from canvas_core.api.forms import FormBody, read_body
 from canvas_core.auth import authenticate
-from canvas_core.errors import InvalidUuidError, ServiceError
+from canvas_core.errors import InvalidUuidError, ServiceBusyError, ServiceError, StorageBusyError
 from canvas_core.models.api import ErrorBody, success_body
 from canvas_core.models.base import Model, RequestRefused, refusal
 from canvas_core.observability import logger
@@ -38,9 +38,10 @@ ERROR_STATUSES = {
     415: "Unsupported Content-Type",
     429: "Too many runs running for the account",
     500: "Internal server error",
+    503: "The service is busy: try again after Retry-After seconds",
 }
 # Statuses a client may retry later; the answer says when (canvas_core.errors: retry_after_seconds).
-RETRY_AFTER_STATUSES = frozenset({429})
+RETRY_AFTER_STATUSES = frozenset({429, 503})
 # Powertools documents a 422 for invalid parameters; this resolver answers them 400 with the error body.
 _VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
@@ -65,14 +66,14 @@ def ok(data: BaseModel, exclude_none: bool = True) -> dict[str, Any]:
 
 
 def answers(model: type[Model], *errors: int) -> dict[int, OpenAPIResponse]:
-    """A route's `responses`: 200 with `model` as `data` of the success body, and each error status (and 500,
-    which any route may answer) with the error body."""
+    """A route's `responses`: 200 with `model` as `data` of the success body, and each error status (and 500 and
+    503, which any route may answer) with the error body."""
     success: OpenAPIResponse = {
         "description": "Success",
         "content": {"application/json": {"model": success_body(model)}},
     }
     responses = {200: success}
-    for status in (*errors, 500):
+    for status in (*errors, 500, 503):
         responses[status] = {
             "description": ERROR_STATUSES[status],
             "content": {"application/json": {"model": ErrorBody}},
@@ -183,6 +184,12 @@ def create_app() -> APIGatewayRestResolver:
     @app.exception_handler(ServiceError)  # type: ignore[untyped-decorator]
     def handle_service_error(exc: ServiceError) -> Response[Any]:
         return refused_response(exc)
+
+    @app.exception_handler(StorageBusyError)  # type: ignore[untyped-decorator]
+    def handle_busy_storage(exc: StorageBusyError) -> Response[Any]:
+        # DynamoDB kept cancelling or throttling a write past its retries: nothing of it was written.
+        logger.warning("Storage busy", extra={"error": str(exc)})
+        return refused_response(ServiceBusyError())
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
     def handle_validation_error(exc: RequestValidationError) -> Response[Any]:
