@@ -369,7 +369,7 @@ class Store:
 
     def _spend(self, run_id: str, credits: int) -> list[dict[str, Any]]:
         """The transaction item that spends `credits` from a run's reservation, only if it holds them; nothing for
-        zero credits. On a refusal the cancellation reason carries the run as it was (see `_spend_refused`)."""
+        zero credits. On a refusal the cancellation reason carries the run as it was (see `_pay`)."""
         if credits <= 0:
             return []
         return [
