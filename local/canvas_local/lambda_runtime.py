@@ -12,7 +12,8 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,24 @@ DEFAULT_CONCURRENCY = 40
 LOG = logging.getLogger(__name__)
 # Lambda's START/REPORT lines, at DEBUG: one per invocation would drown the service's own log.
 REPORT_LOG = logging.getLogger("canvas_local.lambda")
+
+# The function whose environment runs on this thread (its init or an invocation): who makes an AWS call
+# (canvas_local.iam_calls). A thread the handler starts sees it if started with the handler's context.
+_running_function: ContextVar[str | None] = ContextVar("canvas_local_running_function", default=None)
+
+
+def running_function() -> str | None:
+    """The logical id of the function in charge of this thread, or None outside every function."""
+    return _running_function.get()
+
+
+@contextlib.contextmanager
+def _running(function: str) -> Iterator[None]:
+    token = _running_function.set(function)
+    try:
+        yield
+    finally:
+        _running_function.reset(token)
 
 
 def isolation(name: str) -> Callable[[], contextlib.AbstractContextManager[Any]]:
@@ -120,7 +139,7 @@ class ExecutionEnvironment:
     def invoke(self, event: Any, context: LambdaContext) -> Any:
         """Runs the handler; the first invocation pays the init (the module import), as a cold start does."""
         init_ms = None
-        with self._scope():
+        with self._scope(), _running(self.function.name):
             if self._handler is None:
                 started = time.perf_counter()
                 self._handler = self.function.load()

@@ -20,7 +20,7 @@ from typing import Any, Self
 import boto3
 from moto.dynamodb.models import dynamodb_backends
 
-from canvas_local import moto_patch, priority
+from canvas_local import iam_calls, moto_patch, priority
 from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.events import ExecutionWatcher
 from canvas_local.faults import FaultInjector, Faults
@@ -30,7 +30,7 @@ from canvas_local.lambda_runtime import ACCOUNT_ID, DEFAULT_CONCURRENCY, REGION,
 from canvas_local.moto_server import MotoServer
 from canvas_local.queues import QueuePollers
 from canvas_local.state_dir import StateDir, runs_left_running
-from canvas_local.template import FunctionSpec, Template, TemplateError
+from canvas_local.template import FunctionSpec, Template, TemplateError, bucket_name
 
 LOG = logging.getLogger(__name__)
 
@@ -117,6 +117,7 @@ class LocalStack:
         self.table_names: dict[str, str] = {}  # logical id -> table name
         self.bucket_names: list[str] = []
         self.state_machine_arns: dict[str, str] = {}  # logical id -> ARN
+        self.queue_urls: dict[str, str] = {}  # logical id -> URL
         self.environment: dict[str, str] = {}
 
         self._moto: MotoServer | None = None
@@ -127,6 +128,7 @@ class LocalStack:
         self._saved_environ: dict[str, str | None] = {}
         self._snapshots: _Snapshots | None = None
         self._restored_items = False
+        self._calls: iam_calls.CallHook | None = None
 
     # -------------------------------------------------- what clients and tests need
 
@@ -159,6 +161,15 @@ class LocalStack:
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
         )
+
+    def logical_ids(self) -> dict[str, str]:
+        """The logical id of each resource the stack provisioned, by the names its clients use: table and bucket
+        names, queue names and URLs, state machine ARNs."""
+        names = {name: lid for lid, name in self.table_names.items()}
+        names |= {bucket_name(lid): lid for lid in self.template.of_type("AWS::S3::Bucket")}
+        names |= {arn: lid for lid, arn in self.state_machine_arns.items()}
+        names |= {url: lid for lid, url in self.queue_urls.items()} | {lid: lid for lid in self.queue_urls}
+        return names
 
     def wait_for_execution(self, execution_arn: str, timeout: float = 60) -> dict[str, Any]:
         """DescribeExecution once the execution has left RUNNING; TimeoutError if it has not in time."""
@@ -257,6 +268,9 @@ class LocalStack:
         for function in self.functions.values():
             function.close()
         moto_patch.uninstall(self._resolve_function)
+        if self._calls is not None:
+            iam_calls.unwatch(boto3.DEFAULT_SESSION, self._calls)
+            self._calls = None
         moto_patch.inject_lambda_faults(None)
         if self._moto is not None and self.fault_injector is not None:
             self._moto.inject_faults(None)
@@ -287,6 +301,7 @@ class LocalStack:
         """SQS, EventBridge's queue targets and Lambda's SQS event sources (the webhook deliveries)."""
         self._queues = QueuePollers(self.template, self.client, self.functions)
         self._queues.provision()
+        self.queue_urls = dict(self._queues.queue_urls)
         self._queues.start()
 
     def _state_changed(self) -> None:
@@ -368,6 +383,8 @@ class LocalStack:
         if self._moto is not None:
             # Every client built from now on in this process (handlers, stack, watcher) skips the socket.
             self._moto.serve_in_process(boto3.DEFAULT_SESSION)
+            # The AWS calls each function makes, while the e2e tier records them (tests/iam_observed.yaml).
+            self._calls = iam_calls.watch(boto3.DEFAULT_SESSION, self.template.path, self.logical_ids)
 
     def _restore_environment(self) -> None:
         for name, value in self._saved_environ.items():
