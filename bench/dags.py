@@ -28,7 +28,7 @@ from canvas_core.planner import Plan, task_tree
 @dataclass
 class Block:
     seconds: float = 0.0
-    fail: str | None = None  # "once" (a passing error, retried) or "always"
+    fail: str | None = None  # "once" (a passing error, retried), "retried" (a passing error every time) or "always"
     hang: bool = False
     credits: int = 0  # what the block charges, as a model's calls would
 
@@ -120,6 +120,8 @@ class Script:
             raise BlockFatalError(f"{ctx.node.name} failed on purpose")
         if block.fail == "once" and attempt == 1:
             raise BlockRetryableError(f"{ctx.node.name} failed once on purpose")
+        if block.fail == "retried":
+            raise BlockRetryableError(f"{ctx.node.name} failed again on purpose (attempt {attempt})")
         time.sleep(block.seconds)
         self.finished[ctx.node.block_id] = time.monotonic()
         self.cpu_finished[ctx.node.block_id] = time.process_time()

@@ -1,5 +1,7 @@
 """e2e tier: a real HTTP client against one embedded stack (`canvas serve`'s LocalStack) per module, or against
-`canvas serve` in a process of its own."""
+`canvas serve` in a process of its own. Every AWS call the functions of template.yaml make, in this process or a
+`canvas serve` it starts, is recorded, and must be one tests/iam_observed.yaml lists (CANVAS_RECORD_IAM=1 writes
+that file anew)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,67 @@ from pathlib import Path
 import httpx
 import pytest
 
-from canvas_local.stack import LocalStack
+from canvas_local import iam_calls
+from canvas_local.faults import ENV_VAR as FAULTS_VARIABLE
+from canvas_local.stack import DEFAULT_TEMPLATE, LocalStack
+from tests.iam_record import RECORD, RECORD_VARIABLE, IamRecord
 
 CANVAS = Path(sys.executable).with_name("canvas")
 
 KEY_A = "sk_canvas_e2e_account_a_" + "a" * 24
 KEY_B = "sk_canvas_e2e_account_b_" + "b" * 24
+
+
+@pytest.fixture(scope="session", autouse=True)
+def observed_calls(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[iam_calls.CallRecorder]:
+    """The AWS calls the functions of template.yaml make while the tier runs: at its end, each must be one the
+    record lists, or (CANVAS_RECORD_IAM=1, the whole tier run and passed) they become the record."""
+    served_calls = tmp_path_factory.mktemp("iam") / "calls.txt"
+    recording = os.environ.get(RECORD_VARIABLE) == "1"
+    # The processes the tests start inherit the file to record into. A recording is of what the code calls when
+    # AWS answers: without injected faults, whose rarer paths the declarations granting them cover (iam_record.py).
+    changes = {iam_calls.CALLS_FILE_VARIABLE: str(served_calls)} | ({FAULTS_VARIABLE: None} if recording else {})
+    saved = {name: os.environ.get(name) for name in changes}
+    _set_environ(changes)
+    try:
+        with iam_calls.recording(DEFAULT_TEMPLATE) as recorder:
+            yield recorder
+    finally:
+        _set_environ(saved)
+    calls = recorder.calls | iam_calls.read_calls(served_calls)
+    record = IamRecord.read(RECORD)
+    if recording:
+        _write_record(request.session, record, calls)
+        return
+    unlisted = sorted(str(call) for call in calls if not record.lists(call))
+    assert not unlisted, (
+        f"functions made AWS calls {RECORD.name} does not list: grant them in template.yaml if they are meant, "
+        f"then run `{RECORD_VARIABLE}=1 .venv/bin/pytest tests/e2e`:\n  " + "\n  ".join(unlisted)
+    )
+
+
+def _set_environ(values: dict[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def _write_record(session: pytest.Session, record: IamRecord, calls: set[iam_calls.Call]) -> None:
+    """The record is what the whole tier did: a run of part of it, or one that failed, writes nothing."""
+    tier = Path(__file__).parent
+    collected = {Path(item.path) for item in session.items}
+    missing = sorted(p.name for p in tier.glob("test_*.py") if p not in collected)
+    deselected = session.config.option.keyword or session.config.option.markexpr or session.config.option.deselect
+    if session.testsfailed or missing or deselected or session.shouldstop:
+        raise AssertionError(
+            f"{RECORD.name} is written only by a whole e2e tier that passes "
+            f"(failed: {session.testsfailed}, files not run: {missing}, deselected: {bool(deselected)})"
+        )
+    RECORD.write_text(record.with_observed(calls), "utf-8")
 
 
 @pytest.fixture(scope="module")

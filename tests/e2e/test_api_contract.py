@@ -1,5 +1,6 @@
 """The /v1 contract over real HTTP against the embedded stack: every error with its exact status and text,
-and runs that go from creation to `completed` with a well-formed DAG and task tree."""
+and runs that go from creation to `completed` with a well-formed DAG and task tree, outputs too large for their
+item included (kept in S3, read back whole by the API, the blocks and the portal's canvas viewer)."""
 
 from __future__ import annotations
 
@@ -137,6 +138,37 @@ def test_uploaded_files_become_blocks_and_reach_the_answer(http):
     assert nodes[0]["content"] == notes.decode()
     assert nodes[0]["sources"] == [{"title": "notes.txt", "file_name": "notes.txt"}]
     assert nodes[1]["content"].startswith("Image pixel.png: PNG, 1x1 pixels")
+
+
+def test_an_output_too_large_for_its_item_is_read_back_whole_everywhere(service, http):
+    # Given a text file whose extracted text is over the 100 KB a node item holds inline, for a document
+    line = "élévation, érosion, écume, été, épis, Étretat, marées d'équinoxe"
+    text = "".join(f"{i}: {line}.\n" for i in range(1_300))
+    assert len(text) < 100_000 < len(text.encode())  # whole in the block's output, too large for its item
+    response = http.post(
+        "/v1/run",
+        data={"prompt": "What happens at Étretat?", "blocks": json.dumps(["document-block"])},
+        files=[("files", ("marees.txt", text.encode(), "text/plain"))],
+    )
+    assert response.status_code == 200, response.text
+
+    # When the run ends
+    data = poll_until_finished(http, response.json()["data"]["run_id"])
+
+    # Then the file block's output reads back whole in the DAG, and the document built on it is there
+    assert data["status"] == "completed", data
+    nodes = http.get(f"/v1/canvas/{data['canvas_id']}/dag").json()["data"]["nodes"]
+    assert [n["type"] for n in nodes] == ["file-block", "document-block"]
+    assert nodes[0]["content"] == text
+    assert [a["name"].rsplit(".", 1)[-1] for a in data["result"]["artifacts"]] == ["docx"]
+    # And the portal's canvas viewer shows the same, with the document's download
+    with httpx.Client(base_url=service.base_url, timeout=30) as portal:
+        signed_in = portal.post("/portal/api/session", json={"api_key": KEY_A})
+        assert signed_in.status_code == 200, signed_in.text
+        cookie = signed_in.headers["set-cookie"].split(";", 1)[0]
+        view = portal.get(f"/portal/api/runs/{data['run_id']}/canvas", headers={"Cookie": cookie}).json()["data"]
+    assert view["nodes"][0]["content"] == text
+    assert view["run"]["result"]["artifacts"][0]["download_url"]
 
 
 @pytest.mark.parametrize("template", [t.value for t in Template])

@@ -49,8 +49,10 @@ class Calls:
         self.answered: list[tuple[int, str]] = []
         self._lock = threading.Lock()
 
-    def request(self, method: str, path: str, key: str, **options: Any) -> httpx.Response:
-        response = self.client.request(method, path, headers={"X-API-KEY": key}, **options)
+    def request(
+        self, method: str, path: str, key: str, headers: dict[str, str] | None = None, **options: Any
+    ) -> httpx.Response:
+        response = self.client.request(method, path, headers={"X-API-KEY": key, **(headers or {})}, **options)
         with self._lock:
             self.answered.append((response.status_code, f"{method} {path}"))
         return response
@@ -245,9 +247,13 @@ class TestPerAccountLimit:
         # Given an account allowed two runs at once, whose runs stay running until planning is released
         start = threading.Barrier(5, timeout=30)
 
-        def create() -> httpx.Response:
+        def create(headers: dict[str, str] | None = None) -> httpx.Response:
             return limited_calls.request(
-                "POST", "/v1/run", LIMITED_KEY, data={"prompt": "Limits: the tide pools", "template": "memo"}
+                "POST",
+                "/v1/run",
+                LIMITED_KEY,
+                headers,
+                data={"prompt": "Limits: the tide pools", "template": "memo"},
             )
 
         def create_at_once() -> httpx.Response:
@@ -268,15 +274,20 @@ class TestPerAccountLimit:
                 "success": False,
                 "error": f"Too many concurrent runs: the limit is {LIMIT} per account",
             }
-        # And a create while both still run is refused too
+        # And a create while both still run is refused too, with an Idempotency-Key as without
+        retried = {"Idempotency-Key": "limits-retry-1"}
         assert create().status_code == 429
+        assert create(retried).status_code == 429
 
         # When planning is released and the admitted runs end
         planning_held.released.set()
         admitted = [r.json()["data"]["run_id"] for r in responses if r.status_code == 200]
         ended = [poll_to_the_end(limited_calls, run_id, LIMITED_KEY)["status"] for run_id in admitted]
 
-        # Then their slots are back: the next create is admitted
+        # Then their slots are back: the refused keyed create, retried with its key, is admitted (a refusal is not
+        # what the key answers), and repeated, answers the same run
         assert "running" not in ended
-        assert create().status_code == 200
+        admitted_again = create(retried)
+        assert admitted_again.status_code == 200, admitted_again.text
+        assert create(retried).json()["data"]["run_id"] == admitted_again.json()["data"]["run_id"]
         assert limited_calls.server_errors() == []

@@ -1,13 +1,16 @@
 """Webhooks end to end on the embedded stack: real deliveries to a receiver on loopback, verified with the
-unchanged public `spine` client, for a completed, a partial and a failed run and a ping; retries with the same
-event id on the retry schedule (compressed); a 410 disabling the endpoint; the SSRF guard at registration; and
-another account's endpoint answered as unknown.
+unchanged public `spine` client, for a completed, a partial and a failed run and a ping; an event too large for a
+queue message; a rotated secret; retries with the same event id on the retry schedule (compressed), to the
+dead-letter queue after the last; a 410 disabling the endpoint; the SSRF guard at registration; and another
+account's endpoint answered as unknown.
 
 The stack runs the production schedule scaled by WebhookRetryTimeScale, so a retry comes within a second or two
-(SQS delays are whole seconds), and lets endpoints be on loopback (WebhookAllowPrivateAddresses)."""
+(SQS delays are whole seconds), lets endpoints be on loopback (WebhookAllowPrivateAddresses), and takes prompts
+long enough to make a run's event larger than a queue message carries (MaxPromptChars)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +22,7 @@ import pytest
 from spine import SpineClient
 
 from bench.dags import Block, Dag, scripted
+from canvas_core.webhooks.schedule import MAX_ATTEMPTS
 from canvas_local.stack import LocalStack
 from tests.e2e.conftest import KEY_A, KEY_B, poll_until_finished
 
@@ -85,7 +89,11 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[LocalStack]:
-    overrides = {"WebhookAllowPrivateAddresses": "true", "WebhookRetryTimeScale": "0.0001"}
+    overrides = {
+        "WebhookAllowPrivateAddresses": "true",
+        "WebhookRetryTimeScale": "0.00002",
+        "MaxPromptChars": "30000",
+    }
     with LocalStack(api_keys=[KEY_A, KEY_B], parameter_overrides=overrides) as stack:
         yield stack
 
@@ -166,6 +174,37 @@ def test_a_run_start_and_end_are_delivered_signed_with_the_run_as_get_shows_it(
     assert {(d["event_id"], d["status_code"], d["attempt"]) for d in listed} >= {(ended.id, 200, 1)}
 
 
+def test_a_run_event_larger_than_a_queue_message_carries_is_delivered_whole(http, receiver, add_endpoint):
+    # Given an endpoint for run starts and completions, and a prompt that makes the run's events larger than 96 KB
+    endpoint = add_endpoint("/large", ["run.started", "run.completed"])
+    prompt = "webhooks e2e: a long prompt " + "\N{WATER WAVE}" * 25_000
+
+    # When the run starts and ends, with a document to download
+    created = http.post("/v1/run", data={"prompt": prompt, "blocks": '["document-block"]'})
+    run_id = created.json()["data"]["run_id"]
+    assert poll_until_finished(http, run_id)["status"] == "completed"
+
+    # Then both events arrive whole and verified, the completion with the document's download
+    events = {e.type: e for e in run_events(receiver, "/large", endpoint["secret"], run_id, 2)}
+    assert all(len(d.body) > 96 * 1024 for d in receiver.at("/large"))
+    assert events["run.started"].data["object"]["prompt"] == prompt
+    (document,) = events["run.completed"].data["object"]["result"]["artifacts"]
+    assert document["name"].endswith(".docx") and document["download_url"]
+
+
+def test_a_rotated_secret_signs_the_next_delivery(http, receiver, add_endpoint):
+    endpoint = add_endpoint("/rotated", ["webhook.ping"])
+
+    rotated = http.post(f"/v1/webhook_endpoints/{endpoint['id']}/rotate_secret")
+    http.post(f"/v1/webhook_endpoints/{endpoint['id']}/ping")
+
+    assert rotated.status_code == 200, rotated.text
+    secret = rotated.json()["data"]["secret"]
+    assert secret not in (None, endpoint["secret"])
+    (delivery,) = receiver.wait_for("/rotated", 1)
+    assert verified(delivery, secret).type == "webhook.ping"
+
+
 def test_a_ping_is_delivered_with_the_endpoint_as_its_object(http, receiver, add_endpoint):
     endpoint = add_endpoint("/ping", ["webhook.ping"])
 
@@ -197,6 +236,29 @@ def test_a_receiver_that_fails_twice_gets_the_same_event_three_times_and_then_no
     listed = http.get(f"/v1/webhook_endpoints/{endpoint['id']}/deliveries").json()["data"]["deliveries"]
     assert [(d["attempt"], d["status_code"]) for d in listed] == [(3, 200), (2, 503), (1, 500)]
     assert listed[1]["next_retry"] is not None and listed[0]["next_retry"] is None
+
+
+def test_a_receiver_that_always_fails_gets_every_attempt_then_the_event_is_set_aside(
+    service, http, receiver, add_endpoint
+):
+    # Given a receiver that answers 500 to every attempt of the schedule
+    receiver.answers["/down"] = [500] * MAX_ATTEMPTS
+    endpoint = add_endpoint("/down", ["webhook.ping"])
+
+    # When it is pinged
+    event_id = http.post(f"/v1/webhook_endpoints/{endpoint['id']}/ping").json()["data"]["event_id"]
+
+    # Then it got every attempt, the last listed with no retry to come, and no more
+    receiver.wait_for("/down", MAX_ATTEMPTS, timeout=60)
+    time.sleep(1.5)
+    assert len(receiver.at("/down")) == MAX_ATTEMPTS
+    newest = http.get(f"/v1/webhook_endpoints/{endpoint['id']}/deliveries").json()["data"]["deliveries"][0]
+    assert (newest["attempt"], newest["status_code"], newest["next_retry"]) == (MAX_ATTEMPTS, 500, None)
+    # And the delivery is set aside in the dead-letter queue
+    sqs = service.client("sqs")
+    queue_url = service.queue_urls["WebhookDeadLetterQueue"]
+    messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
+    assert event_id in {json.loads(m["Body"]).get("event_id") for m in messages}
 
 
 def test_a_receiver_that_answers_410_is_disabled(http, receiver, add_endpoint):
