@@ -23,6 +23,17 @@ def build() -> dict[str, Any]:
     from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
     from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn
 
+    from canvas_core import settings
+    from canvas_local.template import Template
+
+    # Each function reads its settings when it is loaded: it is given what template.yaml gives the API functions.
+    variables = {
+        name: value
+        for spec in Template(ROOT / "template.yaml").functions()
+        if spec.code_dir.is_relative_to(FUNCTIONS)
+        for name, value in spec.environment.items()
+    }
+
     merge = OpenAPIMerge(
         title="Canvas Run Service",
         version="1.0.0",
@@ -32,7 +43,7 @@ def build() -> dict[str, Any]:
     )
     for app in sorted(FUNCTIONS.glob("*/app.py")):
         merge.add_file(app, resolver_name="app")
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), settings.environment_scope(settings.Environment({**os.environ, **variables})):
         # OpenAPIMerge warns and goes on when a function cannot be loaded; the document would miss its routes.
         warnings.filterwarnings("error", message="Failed to load")
         document = json.loads(merge.get_openapi_json_schema())

@@ -1,12 +1,17 @@
-"""Helpers every test tier shares: sample events from events/, and multipart bodies."""
+"""Helpers every test tier shares: sample events from events/, multipart bodies, and the environment template.yaml
+gives a function."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from canvas_local.template import Template
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
@@ -75,3 +80,16 @@ PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201a5f6d0d10000000049454e44ae426082"
 )
+
+
+@functools.cache
+def template() -> Template:
+    from canvas_local.template import Template
+
+    return Template(ROOT / "template.yaml")
+
+
+def function_environment(logical_id: str) -> dict[str, str]:
+    """The variables template.yaml gives a function (its entry and Globals), its resources named as the embedded
+    stack names them."""
+    return template().function_environment(logical_id)

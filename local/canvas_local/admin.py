@@ -1,10 +1,10 @@
 """Operator commands on a deployment's tables: `create-account`, `grant-credits`, `create-key`, `list-keys` and
 `revoke-key`. They reach the tables of
 
-- a deployed stack: AWS credentials and region as for the AWS CLI, and `--stack-name` (the table names are read
-  from the stack's outputs) or the ACCOUNTS_TABLE_NAME and API_KEYS_TABLE_NAME variables;
-- the embedded stack: `--endpoint-url` with the AWS endpoint `canvas serve` prints (its tables keep their
-  template names, so nothing else is needed).
+- a deployed stack: AWS credentials and region as for the AWS CLI, and `--stack-name` (the table and bucket names
+  are read from the stack's outputs) or the variables a function is given (ACCOUNTS_TABLE_NAME, ...);
+- the embedded stack: `--endpoint-url` with the AWS endpoint `canvas serve` prints (its names are template.yaml's
+  outputs as the embedded stack names them, so nothing else is needed).
 """
 
 from __future__ import annotations
@@ -14,12 +14,20 @@ import os
 import sys
 from collections.abc import Callable
 
-# Stack outputs (template.yaml) and the environment variables canvas_core reads them from.
+# Stack outputs (template.yaml) and the environment variables canvas_core reads them from: the names its store
+# needs (every one is required; the commands touch the accounts and keys tables only).
 TABLE_OUTPUTS = {
     "AccountsTableName": "ACCOUNTS_TABLE_NAME",
     "ApiKeysTableName": "API_KEYS_TABLE_NAME",
     "PortalSessionsTableName": "PORTAL_SESSIONS_TABLE_NAME",
+    "RunsTableName": "RUNS_TABLE_NAME",
+    "CanvasesTableName": "CANVASES_TABLE_NAME",
+    "TasksTableName": "TASKS_TABLE_NAME",
+    "IdempotencyTableName": "IDEMPOTENCY_TABLE_NAME",
+    "ArtifactsBucketName": "ARTIFACTS_BUCKET_NAME",
 }
+# template.yaml's functions publish to the account's default bus; no stack output names it.
+EVENT_BUS_NAME = "default"
 
 
 class AdminError(Exception):
@@ -88,13 +96,31 @@ def target(stack_name: str | None, region: str | None, endpoint_url: str | None)
         os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
         os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+        if not stack_name:
+            for variable, value in _embedded_names().items():
+                os.environ.setdefault(variable, value)
     if stack_name:
         os.environ.update(_table_names(stack_name))
+    os.environ.setdefault("EVENT_BUS_NAME", EVENT_BUS_NAME)
     from canvas_core import settings
     from canvas_core.adapters.aws import reset_clients
 
     settings.reset()
     reset_clients()
+
+
+def _embedded_names() -> dict[str, str]:
+    """template.yaml's outputs as the embedded stack names them (canvas_local.template), by variable."""
+    from canvas_local.defaults import DEFAULT_TEMPLATE
+    from canvas_local.template import Template
+
+    template = Template(DEFAULT_TEMPLATE)
+    outputs = template.document.get("Outputs") or {}
+    return {
+        variable: str(template.resolve(outputs[output]["Value"]))
+        for output, variable in TABLE_OUTPUTS.items()
+        if output in outputs
+    }
 
 
 def _table_names(stack_name: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from canvas_local import priority
-from canvas_local.lambda_runtime import ACCOUNT_ID, LocalFunction, Throttled
+from canvas_local.lambda_runtime import ACCOUNT_ID, FunctionError, LocalFunction, Throttled
 from canvas_local.template import ApiRoute
 
 LOG = logging.getLogger(__name__)
@@ -175,6 +175,10 @@ class FrontDoor:
             response = error_response(429, "Too many requests: retry shortly")
             response.headers.append(("Retry-After", str(RETRY_AFTER_SECONDS)))
             return response
+        except FunctionError as exc:
+            # Lambda failed the invocation (a timeout, a response over 6 MB): API Gateway's integration failure.
+            LOG.error("%s: %s", function_name, exc)
+            return error_response(502, "Internal server error")
         except Exception:
             LOG.exception("%s raised", function_name)
             return error_response(500, "Internal server error")

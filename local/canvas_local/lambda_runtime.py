@@ -1,6 +1,11 @@
 """What the Lambda service and runtime do around a handler, done in-process: execution environments (each
-with the handler's module to itself, one invocation at a time, up to a concurrency per function), a context
-object, JSON marshalling and the error payload (`errorType`, `errorMessage`, `stackTrace`) of an invocation."""
+with the handler's module and the function's environment variables to itself, one invocation at a time, up to a
+concurrency per function), a context object, JSON marshalling, the limits Lambda holds an invocation to (the
+function's timeout, 6 MB of response) and the error payload (`errorType`, `errorMessage`, `stackTrace`) of an
+invocation.
+
+Python cannot stop a thread, so a handler that runs past its timeout runs to its end; what it returned or raised
+is then lost, as on Lambda: the caller gets Lambda's timeout error and the environment is discarded."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +32,8 @@ Handler = Callable[[Any, Any], Any]
 # at once (MaxConcurrency 40), so that a canvas of 40 blocks of one type is never queued behind ten: a block
 # spends most of its time waiting on a model, not holding the interpreter. Each environment holds a module.
 DEFAULT_CONCURRENCY = 40
+# What a synchronous invocation may answer: 6 MB, and the 100 bytes over it Lambda lets through.
+MAX_RESPONSE_BYTES = 6 * 1024 * 1024 + 100
 
 LOG = logging.getLogger(__name__)
 # Lambda's START/REPORT lines, at DEBUG: one per invocation would drown the service's own log.
@@ -51,14 +58,26 @@ def _running(function: str) -> Iterator[None]:
         _running_function.reset(token)
 
 
-def isolation(name: str) -> Callable[[], contextlib.AbstractContextManager[Any]]:
-    """What else an environment keeps to itself besides its module: canvas_core's logger and its keys."""
+def isolation(name: str, variables: Mapping[str, str] | None) -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    """What else an environment keeps to itself besides its module: canvas_core's logger and its keys, and the
+    settings canvas_core reads from `variables`, the function's environment (None: the process's)."""
     try:
-        from canvas_core import observability
+        from canvas_core import observability, settings
     except ImportError:  # a function that does not use canvas_core
         return contextlib.nullcontext
     logger = observability.environment_logger(name)
-    return lambda: observability.logger_scope(logger)
+    own = None if variables is None else settings.Environment(variables)
+
+    @contextlib.contextmanager
+    def scope() -> Iterator[None]:
+        with observability.logger_scope(logger):
+            if own is None:
+                yield
+                return
+            with settings.environment_scope(own):
+                yield
+
+    return scope
 
 
 def function_arn(name: str, region: str = REGION, account_id: str = ACCOUNT_ID) -> str:
@@ -114,6 +133,43 @@ def _mark_cold_start() -> None:
     powertools_logger.is_cold_start = True
 
 
+class FunctionError(Exception):
+    """An invocation Lambda failed itself, whatever the handler did: it ran past the function's timeout, or its
+    response cannot be returned. `payload` is what Lambda answers with."""
+
+    def __init__(self, error_type: str, message: str, *, discards_environment: bool):
+        super().__init__(message)
+        self.payload = {"errorType": error_type, "errorMessage": message}
+        self.discards_environment = discards_environment
+
+
+def timed_out(request_id: str, timeout_seconds: int) -> FunctionError:
+    return FunctionError(
+        "Sandbox.Timedout",
+        f"RequestId: {request_id} Error: Task timed out after {timeout_seconds:.2f} seconds",
+        discards_environment=True,
+    )
+
+
+def marshal(result: Any) -> Any:
+    """The response as Lambda returns it: JSON (a tuple becomes a list), 6 MB at most. Lambda's runtime exits on a
+    response it cannot deliver, which discards the environment."""
+    try:
+        text = json.dumps(result)
+    except (TypeError, ValueError) as exc:
+        raise FunctionError(
+            "Runtime.MarshalError", f"Unable to marshal response: {exc}", discards_environment=False
+        ) from None
+    size = len(text.encode())
+    if size > MAX_RESPONSE_BYTES:
+        raise FunctionError(
+            "Function.ResponseSizeTooLarge",
+            f"Response payload size ({size} bytes) exceeded maximum allowed payload size ({MAX_RESPONSE_BYTES} bytes).",
+            discards_environment=True,
+        )
+    return json.loads(text)
+
+
 class Throttled(Exception):
     """Every execution environment of the function stayed busy for as long as the caller would wait: what
     Lambda answers with `TooManyRequestsException` when a function is at its concurrency."""
@@ -134,10 +190,11 @@ class ExecutionEnvironment:
         self.invocations = 0
         self.init_ms: float | None = None
         self._handler: Handler | None = None
-        self._scope = isolation(self.name)
+        self._scope = isolation(self.name, function.environment)
 
     def invoke(self, event: Any, context: LambdaContext) -> Any:
-        """Runs the handler; the first invocation pays the init (the module import), as a cold start does."""
+        """Runs the handler; the first invocation pays the init (the module import), as a cold start does.
+        FunctionError (Sandbox.Timedout) when the handler ran past the function's timeout."""
         init_ms = None
         with self._scope(), _running(self.function.name):
             if self._handler is None:
@@ -150,7 +207,16 @@ class ExecutionEnvironment:
             try:
                 return self._handler(event, context)
             finally:
-                self._report(context, (time.perf_counter() - started) * 1000, init_ms)
+                duration_ms = (time.perf_counter() - started) * 1000
+                self._report(context, duration_ms, init_ms)
+                if duration_ms > self.function.timeout_seconds * 1000:
+                    # Lambda would have stopped it at its timeout: what it returned or raised never arrives.
+                    raise timed_out(context.aws_request_id, self.function.timeout_seconds)
+
+    def start(self) -> None:
+        """The init alone (the module import), in the environment's scope: what a cold start runs first."""
+        with self._scope(), _running(self.function.name):
+            self._handler = self.function.load()
 
     def _report(self, context: LambdaContext, duration_ms: float, init_ms: float | None) -> None:
         """The REPORT line Lambda writes after each invocation; `Init Duration` marks a cold start."""
@@ -168,7 +234,8 @@ class ExecutionEnvironment:
 class LocalFunction:
     """One function run in this process as Lambda runs it: a pool of execution environments created on
     demand up to `concurrency`, each serving one invocation at a time; an idle one is reused (a warm start)
-    before another is created (a cold start)."""
+    before another is created (a cold start). `environment` holds the function's variables, which its settings are
+    read from (None: the process's environment)."""
 
     def __init__(
         self,
@@ -177,6 +244,7 @@ class LocalFunction:
         timeout_seconds: int = 3,
         memory_mb: int = 128,
         concurrency: int = DEFAULT_CONCURRENCY,
+        environment: Mapping[str, str] | None = None,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -185,6 +253,7 @@ class LocalFunction:
         self.timeout_seconds = timeout_seconds
         self.memory_mb = memory_mb
         self.concurrency = concurrency
+        self.environment = None if environment is None else dict(environment)
         self.load = load
         self.cold_starts = 0
         self._idle: list[ExecutionEnvironment] = []
@@ -212,14 +281,18 @@ class LocalFunction:
         )
 
     def call(self, event: Any, wait: float | None = None) -> Any:
-        """The handler's return value; its exceptions propagate (API Gateway turns them into a 500).
+        """The handler's return value, as JSON; its exceptions propagate (API Gateway turns them into a 500), and
+        FunctionError when Lambda fails the invocation itself (a timeout, a response too large).
         Throttled when no environment is free within `wait` seconds (None waits as long as it takes)."""
         environment = self._acquire(wait)
         healthy = False
         try:
-            result = environment.invoke(event, self.new_context())
+            result = marshal(environment.invoke(event, self.new_context()))
             healthy = True
             return result
+        except FunctionError as exc:
+            healthy = not exc.discards_environment
+            raise
         except Exception:
             # An environment whose init failed is discarded, as Lambda does; one whose handler raised is kept.
             healthy = environment.init_ms is not None
@@ -233,19 +306,23 @@ class LocalFunction:
         context = self.new_context()
         healthy = True
         try:
-            result = environment.invoke(event, context)
+            result = marshal(environment.invoke(event, context))
+        except FunctionError as exc:
+            healthy = not exc.discards_environment
+            LOG.error("%s: %s", self.name, exc)
+            return Invocation(exc.payload, function_error="Unhandled")
         except Exception as exc:
             healthy = environment.init_ms is not None
             LOG.exception("%s raised %s", self.name, type(exc).__name__)
             return Invocation(error_payload(exc, context.aws_request_id), function_error="Unhandled")
         finally:
             self._release(environment, healthy)
-        try:
-            # Lambda returns JSON: a tuple becomes a list, a non-serialisable value is an error.
-            return Invocation(json.loads(json.dumps(result)))
-        except (TypeError, ValueError) as exc:
-            payload = {"errorType": "Runtime.MarshalError", "errorMessage": f"Unable to marshal response: {exc}"}
-            return Invocation(payload, function_error="Unhandled")
+        return Invocation(result)
+
+    def check_start(self) -> None:
+        """Starts an environment apart from the pool, then drops it: a function that cannot start (a setting its
+        environment lacks or holds badly) raises here, before any invocation, what its cold start would raise."""
+        ExecutionEnvironment(self, 0).start()
 
     def close(self) -> None:
         """No new invocations: callers waiting for an environment are throttled, idle environments dropped."""

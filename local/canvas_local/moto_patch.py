@@ -14,6 +14,10 @@ moto ignores TransactWriteItems' `ClientRequestToken`; DynamoDB applies a transa
 minutes and answers a repeat with success (or `IdempotentParameterMismatchException` when its items differ), which is
 what makes a retry after an unknown outcome safe. The handler keeps the tokens it applied for those ten minutes.
 
+Step Functions holds a state's data to 256 KB. moto fails a task whose result is larger, or a state whose output is,
+with `States.DataLimitExceeded`, but lets a task whose input (after Parameters) is larger run, and its `States.ALL`
+catches the error, which on AWS is terminal: `States.ALL` does not match it, so the execution fails.
+
 moto's backends are plain dicts and lists that its server's threads, its interpreter's threads and our
 handlers touch at once ("dictionary changed size during iteration"). Every request to DynamoDB, S3 and Step
 Functions is served under that service's lock, serialisation of the answer included; SQS and EventBridge share
@@ -92,7 +96,14 @@ from moto.dynamodb.responses import DynamoHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.s3.responses import S3Response
 from moto.stepfunctions.parser import utils as sfn_utils
-from moto.stepfunctions.parser.api import ExecutionStatus
+from moto.stepfunctions.parser.api import ExecutionStatus, HistoryEventType, TaskFailedEventDetails
+from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    FailureEvent,
+    FailureEventException,
+)
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import StatesErrorNameType
 from moto.stepfunctions.parser.asl.component.common.path import result_path as sfn_result_path
 from moto.stepfunctions.parser.asl.component.common.string import string_expression as sfn_string_expression
 from moto.stepfunctions.parser.asl.component.state.exec import execute_state as sfn_execute_state
@@ -112,11 +123,14 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 )
 from moto.stepfunctions.parser.asl.eval import environment as sfn_environment
 from moto.stepfunctions.parser.asl.eval import states as sfn_states
+from moto.stepfunctions.parser.asl.eval.environment import Environment as SfnEnvironment
 from moto.stepfunctions.parser.asl.eval.event import event_manager as sfn_event_manager
+from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+from moto.stepfunctions.parser.quotas import is_within_size_quota
 
 from canvas_local import priority
 from canvas_local.lambda_runtime import LocalFunction, Throttled, function_name_of
@@ -243,6 +257,62 @@ def _moto_api(endpoint_url: str, action: str, body: dict | None) -> None:
     )
     with urllib.request.urlopen(request, timeout=10) as response:  # raises on a status other than 2xx
         response.read()
+
+
+# ---------------------------------------------------------------- Step Functions' payload limit
+
+_ORIGINAL_BEFORE_TASK = sfn_state_task_service.StateTaskService._before_eval_execution
+_ORIGINAL_ERROR_EQUALS = ErrorEqualsDecl._eval_body
+DATA_LIMIT_EXCEEDED = StatesErrorNameType.StatesStatesDataLimitExceeded
+
+
+def install_payload_limits() -> None:
+    """A task's input over 256 KB fails it, and `States.ALL` no longer catches `States.DataLimitExceeded`."""
+    sfn_state_task_service.StateTaskService._before_eval_execution = _before_task  # type: ignore[method-assign]
+    ErrorEqualsDecl._eval_body = _error_equals  # type: ignore[method-assign]
+
+
+def uninstall_payload_limits() -> None:
+    sfn_state_task_service.StateTaskService._before_eval_execution = _ORIGINAL_BEFORE_TASK  # type: ignore[method-assign]
+    ErrorEqualsDecl._eval_body = _ORIGINAL_ERROR_EQUALS  # type: ignore[method-assign]
+
+
+def _before_task(
+    self: sfn_state_task_service.StateTaskService,
+    env: SfnEnvironment,
+    resource_runtime_part: Any,
+    raw_parameters: dict,
+    state_credentials: Any,
+) -> None:
+    """The input a task sends (its Parameters evaluated) checked against the quota moto checks its result with."""
+    if not is_within_size_quota(raw_parameters):
+        resource_type = self._get_sfn_resource_type()
+        failure = FailureEvent(
+            env=env,
+            error_name=StatesErrorName(typ=DATA_LIMIT_EXCEEDED),
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(
+                taskFailedEventDetails=TaskFailedEventDetails(
+                    error=DATA_LIMIT_EXCEEDED.to_name(),
+                    cause=f"The state/task '{resource_type}' has an input with a size exceeding the maximum number "
+                    "of bytes service limit.",
+                    resourceType=resource_type,
+                    resource=self._get_sfn_resource(),
+                )
+            ),
+        )
+        raise FailureEventException(failure_event=failure)
+    _ORIGINAL_BEFORE_TASK(self, env, resource_runtime_part, raw_parameters, state_credentials)
+
+
+def _error_equals(self: ErrorEqualsDecl, env: SfnEnvironment) -> None:
+    """moto's match of a Retry's or Catch's ErrorEquals, except that only naming it matches the terminal error."""
+    error_name = env.stack[-1]
+    if error_name == StatesErrorName(typ=DATA_LIMIT_EXCEEDED) and error_name not in self.error_names:
+        env.stack.pop()
+        env.stack.append(False)
+        return
+    _ORIGINAL_ERROR_EQUALS(self, env)
 
 
 # ---------------------------------------------------------------- DynamoDB transactions

@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -224,12 +224,18 @@ class LocalStack:
             moto_patch.install_backend_locks()
             moto_patch.install_caches()
             self._start_moto()
-            self._apply_environment(specs)
-            _check_settings()
+            environments = self._apply_environment(specs)
+            self.functions.update(
+                {
+                    spec.logical_id: spec.local_function(self.function_concurrency, environments[spec.logical_id])
+                    for spec in specs
+                }
+            )
+            _check_functions(self.functions.values())
             self._provision(state_machines)
-            self.functions.update({spec.logical_id: spec.local_function(self.function_concurrency) for spec in specs})
             self._start_queues()
             moto_patch.install(self._resolve_function)
+            moto_patch.install_payload_limits()
             moto_patch.install_item_level_transactions()
             self._start_watcher()
             self._restore_state()
@@ -268,6 +274,7 @@ class LocalStack:
         for function in self.functions.values():
             function.close()
         moto_patch.uninstall(self._resolve_function)
+        moto_patch.uninstall_payload_limits()
         if self._calls is not None:
             iam_calls.unwatch(boto3.DEFAULT_SESSION, self._calls)
             self._calls = None
@@ -332,24 +339,15 @@ class LocalStack:
         moto_patch.reset_backends(self.endpoint_url)
         moto_patch.enable_state_machine_execution(self.endpoint_url)
 
-    def _apply_environment(self, specs: list[FunctionSpec]) -> None:
-        """One process runs every function, so their variables merge into one environment."""
-        merged: dict[str, str] = {}
-        for spec in specs:
-            for name, value in spec.environment.items():
-                if merged.setdefault(name, value) != value:
-                    LOG.warning(
-                        "%s: %s=%r differs from another function's %r; keeping the first",
-                        spec.logical_id,
-                        name,
-                        value,
-                        merged[name],
-                    )
-        merged.setdefault("POWERTOOLS_METRICS_NAMESPACE", "CanvasRunService")
+    def _apply_environment(self, specs: list[FunctionSpec]) -> dict[str, dict[str, str]]:
+        """Each function's environment, by logical id: what its template entry and Globals give it, then the
+        stack's own settings. A function reads its settings from its own environment only, as on Lambda; the
+        process's environment holds every function's merged (the first value of a name wins), for what the stack
+        and tests call outside any function (accounts seeded, runs ended at stop, a test's own reads)."""
         # Settings an operator gives in the environment (a model endpoint, model ids, a search provider) win
         # over the template's defaults; names of tables, the bucket and AWS endpoints stay the stack's own.
-        merged.update({name: value for name, value in os.environ.items() if is_operator_setting(name)})
-        merged.update(
+        stack_own = {name: value for name, value in os.environ.items() if is_operator_setting(name)}
+        stack_own.update(
             {
                 "MODEL_PROVIDER": self.provider,
                 "POWERTOOLS_TRACE_DISABLED": "true",
@@ -367,10 +365,19 @@ class LocalStack:
         if self.provider == "bedrock":
             # Bedrock is the one service that is real: its own endpoint, and the caller's credentials (moto
             # accepts any, so they stay in the environment for every client).
-            merged["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = f"https://bedrock-runtime.{REGION}.amazonaws.com"
+            stack_own["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = f"https://bedrock-runtime.{REGION}.amazonaws.com"
             for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
                 if os.environ.get(name):
-                    merged[name] = os.environ[name]
+                    stack_own[name] = os.environ[name]
+        environments = {
+            spec.logical_id: {"POWERTOOLS_METRICS_NAMESPACE": "CanvasRunService", **spec.environment, **stack_own}
+            for spec in specs
+        }
+        merged: dict[str, str] = {}
+        for environment in environments.values():
+            for name, value in environment.items():
+                merged.setdefault(name, value)
+        merged.update(stack_own)
         for name, value in merged.items():
             self._saved_environ.setdefault(name, os.environ.get(name))
             os.environ[name] = value
@@ -385,6 +392,7 @@ class LocalStack:
             self._moto.serve_in_process(boto3.DEFAULT_SESSION)
             # The AWS calls each function makes, while the e2e tier records them (tests/iam_observed.yaml).
             self._calls = iam_calls.watch(boto3.DEFAULT_SESSION, self.template.path, self.logical_ids)
+        return environments
 
     def _restore_environment(self) -> None:
         for name, value in self._saved_environ.items():
@@ -530,22 +538,21 @@ def _table_key_schema(table_name: str) -> tuple[str, ...]:
     return tuple(name for name in (table.hash_key_attr, table.range_key_attr) if name)
 
 
-def _check_settings() -> None:
-    """Every function family's settings, read as their functions would at a cold start: on Lambda a bad value fails
-    the function that reads it; here the stack refuses to start (canvas_core's SettingsError names the variable)."""
+def _check_functions(functions: Iterable[LocalFunction]) -> None:
+    """Every function started once in its own environment, as its first cold start would: on Lambda a setting its
+    template entry lacks, or holds badly, fails that function; here the stack refuses to start, naming the function
+    and the variable (canvas_core's SettingsError). Nothing is kept: environments still start on demand."""
     try:
-        settings = importlib.import_module("canvas_core.settings")
+        refusal: type[Exception] | None = importlib.import_module("canvas_core.settings").SettingsError
     except ImportError:
-        return
-    for family in (
-        settings.api_settings,
-        settings.orchestration_settings,
-        settings.block_settings,
-        settings.webhook_settings,
-    ):
-        family()
-    # Nothing is kept: each function reads its settings when it first needs them, as before the check.
-    settings.reset()
+        refusal = None
+    for function in functions:
+        try:
+            function.check_start()
+        except Exception as exc:
+            if refusal is not None and isinstance(exc, refusal):
+                raise refusal(f"{function.name}: {exc}") from None
+            raise
 
 
 def _forget_cached_clients() -> None:

@@ -271,13 +271,17 @@ class FunctionSpec:
             raise
         return getattr(module, attribute)
 
-    def local_function(self, concurrency: int = DEFAULT_CONCURRENCY) -> LocalFunction:
+    def local_function(
+        self, concurrency: int = DEFAULT_CONCURRENCY, environment: dict[str, str] | None = None
+    ) -> LocalFunction:
+        """The function, its settings read from `environment` (by default the one its template entry gives it)."""
         return LocalFunction(
             self.logical_id,
             self.load_handler,
             timeout_seconds=self.timeout_seconds,
             memory_mb=self.memory_mb,
             concurrency=concurrency,
+            environment=self.environment if environment is None else environment,
         )
 
 

@@ -1,9 +1,11 @@
 """Component tier: each Lambda handler in-process, fed events/*.json, against moto's in-memory AWS with the
-tables, bucket and state machine that template.yaml declares."""
+tables, bucket and state machine that template.yaml declares. A handler reads its settings from its own function's
+environment only, as on Lambda; the test's own calls read the process's, which holds every function's variables."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -76,17 +78,34 @@ def account(aws: SimpleNamespace) -> SimpleNamespace:
 
 
 @pytest.fixture(scope="session")
-def function() -> Callable[[str], Callable[[dict, Any], dict]]:
-    """The handler of a function folder, e.g. function("api/get_run"), loaded as Lambda would load it."""
+def function(template: Template) -> Callable[[str], Callable[[dict, Any], dict]]:
+    """The handler of a function folder, e.g. function("api/get_run"), loaded as Lambda would load it. Its import and
+    each call read settings from the process's environment without the variables template.yaml gives other
+    functions and not this one (a test's own values of its variables reach it; another function's never do)."""
+    functions = ROOT / "functions"
+    variables = {
+        spec.code_dir.relative_to(functions).as_posix(): set(spec.environment) for spec in template.functions()
+    }
+    any_functions = set().union(*variables.values())
     loaded: dict[str, Callable] = {}
+
+    def environment(folder: str) -> settings.Environment:
+        others = any_functions - variables[folder]
+        return settings.Environment({name: value for name, value in os.environ.items() if name not in others})
 
     def load(folder: str) -> Callable[[dict, Any], dict]:
         if folder not in loaded:
-            path = Path(ROOT, "functions", folder, "app.py")
+            path = Path(functions, folder, "app.py")
             spec = importlib.util.spec_from_file_location(f"fn_{folder.replace('/', '_')}", path)
             module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            loaded[folder] = module.handler
+            with settings.environment_scope(environment(folder)):
+                spec.loader.exec_module(module)
+
+            def handler(event: dict, context: Any, run: Callable = module.handler) -> dict:
+                with settings.environment_scope(environment(folder)):
+                    return run(event, context)
+
+            loaded[folder] = handler
         return loaded[folder]
 
     return load

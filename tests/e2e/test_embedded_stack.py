@@ -12,8 +12,9 @@ import uuid
 import httpx
 import pytest
 
+from canvas_core.settings import SettingsError
 from tests.e2e.conftest import canvas_serve
-from tests.support import multipart
+from tests.support import ROOT, multipart
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -160,13 +161,59 @@ def test_operator_settings_in_the_environment_win_over_the_templates(local_stack
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAREALKEY")
     # When
     stack = local_stack_factory(provider="openai")
-    # Then their settings reach the functions, and AWS stays moto with dummy keys
+    # Then their settings reach every function, and AWS stays moto with dummy keys
+    for function in stack.functions.values():
+        assert function.environment is not None
+        assert function.environment["OPENAI_BASE_URL"] == "http://127.0.0.1:11434/v1"
+        assert function.environment["WRITER_MODEL_ID"] == "llama3.2"
+        assert function.environment["MODEL_PROVIDER"] == "openai"
+        assert function.environment["AWS_ENDPOINT_URL"] == stack.endpoint_url
+        assert function.environment["AWS_ACCESS_KEY_ID"] == "testing"
+        assert function.environment["TASKS_TABLE_NAME"] == "TasksTable"
+    # And the process's own environment (the stack's calls, a test's) holds them too
     assert os.environ["OPENAI_BASE_URL"] == "http://127.0.0.1:11434/v1"
-    assert os.environ["WRITER_MODEL_ID"] == "llama3.2"
-    assert os.environ["MODEL_PROVIDER"] == "openai"
     assert os.environ["AWS_ENDPOINT_URL"] == stack.endpoint_url
-    assert os.environ["AWS_ACCESS_KEY_ID"] == "testing"
-    assert os.environ["TASKS_TABLE_NAME"] == "TasksTable"
+
+
+def test_each_function_is_given_only_its_template_entry_and_globals(local_stack_factory):
+    # Given the stack of template.yaml
+    stack = local_stack_factory()
+    # Then a variable one function's entry gives is in its environment alone
+    assert (
+        stack.functions["CreateRunFunction"].environment["STATE_MACHINE_ARN"]
+        == (stack.state_machine_arns["RunCanvasStateMachine"])
+    )
+    assert "STATE_MACHINE_ARN" not in stack.functions["GetRunFunction"].environment
+    assert "WEBHOOK_DEAD_LETTER_QUEUE_URL" not in stack.functions["WebhookEndpointsFunction"].environment
+    # And Globals reach every function
+    assert all(f.environment["RUNS_TABLE_NAME"] == "RunsTable" for f in stack.functions.values())
+    # And each is held to its own Timeout (Lambda's limits: lambda_runtime)
+    timeouts = {name: stack.functions[name].timeout_seconds for name in ("PlanCanvasFunction", "GetRunFunction")}
+    assert timeouts == {"PlanCanvasFunction": 300, "GetRunFunction": 29}
+
+
+@pytest.mark.parametrize(
+    "function, line",
+    [
+        ("CreateRunFunction", "          STATE_MACHINE_ARN: !Ref RunCanvasStateMachine\n"),
+        # The endpoints' API and the delivery function keep theirs: on Lambda the portal would not see them.
+        ("PortalFunction", "          WEBHOOK_QUEUE_URL: !Ref WebhookQueue\n"),
+    ],
+)
+def test_a_function_whose_template_entry_lacks_a_variable_it_reads_stops_the_stack(
+    tmp_path, local_stack_factory, function, line
+):
+    # Given template.yaml with one variable dropped from one function's entry
+    text = (ROOT / "template.yaml").read_text()
+    at = text.index(line, text.index(f"\n  {function}:\n"))
+    (tmp_path / "template.yaml").write_text(text[:at] + text[at + len(line) :])
+    for folder in ("functions", "layers", "statemachine"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+
+    # When the stack starts, Then it refuses, naming the function and the variable its cold start found unset
+    variable = line.split(":")[0].strip()
+    with pytest.raises(SettingsError, match=rf"{function}: .*{variable} is not set"):
+        local_stack_factory(tmp_path / "template.yaml")
 
 
 def test_with_bedrock_only_bedrock_leaves_the_machine(local_stack_factory, monkeypatch):

@@ -135,13 +135,14 @@ def test_the_stack_says_its_state_is_in_memory_without_a_state_dir(tmp_path):
 
 
 def test_a_bad_setting_stops_the_stack_at_start_naming_the_variable():
-    # Given an environment with a value a setting cannot take
+    # Given an operator's setting (given to every function) with a value it cannot take
     command = [sys.executable, "-m", "canvas_local.cli", "serve", "--port", str(free_port()), "--api-key", KEY]
     # When the stack starts
     result = subprocess.run(
-        command, cwd=ROOT, env={**os.environ, "MAX_FILES": "abc"}, capture_output=True, text=True, timeout=60
+        command, cwd=ROOT, env={**os.environ, "MAX_PROMPT_CHARS": "abc"}, capture_output=True, text=True, timeout=60
     )
-    # Then it refuses, naming the variable, without a traceback
+    # Then it refuses, naming the first function that reads it and the variable, without a traceback
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "canvas serve: Invalid settings in the environment: MAX_FILES='abc'" in result.stderr
+    message = "canvas serve: CreateRunFunction: Invalid settings in the environment: MAX_PROMPT_CHARS='abc'"
+    assert message in result.stderr
     assert "Traceback" not in result.stderr

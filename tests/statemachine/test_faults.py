@@ -70,9 +70,10 @@ def test_a_block_that_always_fails_ends_the_run_partial_without_running_its_depe
     nothing_running(created.canvas_id)
 
 
-def test_a_block_that_hangs_is_timed_out(local_stack, monkeypatch):
-    # Given a block that never answers, with a 2-second block limit
+def test_a_block_that_hangs_is_timed_out(local_stack_factory, monkeypatch):
+    # Given a block that never answers, with a 2-second block limit given to the stack's functions as it starts
     monkeypatch.setenv("BLOCK_TIMEOUT_SECONDS", "2")
+    local_stack = local_stack_factory(api_keys=["sk_canvas_statemachine_test_key"])
     dag = Dag([Block(0.05), Block(hang=True), Block(0.05)], [(0, 1), (1, 2)])
     with scripted({"hangs": dag}):
         created, execution = run_to_end(local_stack, "hangs")

@@ -53,9 +53,10 @@ def test_blocks_cost_one_transition_without_inputs_and_two_with(local_stack):
     }
 
 
-def test_a_block_timed_out_by_the_state_machine_is_recorded_by_its_release(local_stack, monkeypatch):
-    # Given a -> b -> c where b never answers within a 2-second limit
+def test_a_block_timed_out_by_the_state_machine_is_recorded_by_its_release(local_stack_factory, monkeypatch):
+    # Given a -> b -> c where b never answers within a 2-second limit, given to the stack's functions as it starts
     monkeypatch.setenv("BLOCK_TIMEOUT_SECONDS", "2")
+    local_stack = local_stack_factory(api_keys=["sk_canvas_statemachine_test_key"])
     dag = Dag([Block(0.0), Block(hang=True), Block(0.0)], [(0, 1), (1, 2)])
 
     # When it runs

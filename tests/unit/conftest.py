@@ -27,6 +27,21 @@ def model_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def environment_of(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """`environment_of("GetRunFunction")`: the process's environment holds what template.yaml gives that function, as
+    its Lambda's would (settings read from then on see it)."""
+    from canvas_core import settings
+    from tests.support import function_environment
+
+    def use(logical_id: str) -> None:
+        for name, value in function_environment(logical_id).items():
+            monkeypatch.setenv(name, value)
+        settings.reset()
+
+    return use
+
+
+@pytest.fixture
 def caches() -> Iterator[Callable[[bool], None]]:
     """`use(True)` installs canvas_local.moto_patch's caches, `use(False)` removes them; the state before is
     restored."""

@@ -15,6 +15,13 @@ from tests.support import body_of, load_event
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
 
+
+@pytest.fixture(autouse=True)
+def api_environment(environment_of):
+    """A resolver reads its function's settings when it is built."""
+    environment_of("GetRunFunction")
+
+
 RUN_A = "0a7f7c1e-1111-4c55-9a0e-2f4b8d1c7e90"
 RUN_B = "0b7f7c1e-2222-4c55-9a0e-2f4b8d1c7e90"
 

@@ -14,7 +14,7 @@ import pytest
 
 from canvas_local import frontdoor
 from canvas_local.frontdoor import FrontDoor, Request
-from canvas_local.lambda_runtime import LocalFunction
+from canvas_local.lambda_runtime import MAX_RESPONSE_BYTES, LocalFunction
 from canvas_local.template import ApiRoute
 
 pytestmark = pytest.mark.unit
@@ -145,6 +145,16 @@ def test_an_event_over_six_megabytes_is_refused(door):
     # Then the function is never called
     assert status == 413
     assert result["success"] is False
+
+
+def test_a_response_over_six_megabytes_is_apis_integration_failure():
+    # Given a function whose proxy response is larger than Lambda returns
+    huge = {"statusCode": 200, "body": "x" * MAX_RESPONSE_BYTES}
+    functions = {"Huge": LocalFunction.of("Huge", lambda event, context: huge)}
+    door = FrontDoor([ApiRoute("GET", "/v1/huge", "Huge")], functions, binary_media_types=[])
+
+    # When it is called, Then API Gateway's answer to a failed integration comes back
+    assert answer(door, request("GET", "/v1/huge")) == (502, {"success": False, "error": "Internal server error"})
 
 
 def test_a_base64_response_body_is_sent_as_bytes(door):

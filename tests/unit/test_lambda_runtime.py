@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from canvas_core import observability
+from canvas_core.settings import SettingsError
 from canvas_local import lambda_runtime
 from canvas_local.lambda_runtime import LocalFunction, Throttled
 from canvas_local.template import FunctionSpec
@@ -334,6 +335,107 @@ def test_invoke_answers_json_as_lambda_does():
     assert marshal.payload["errorType"] == "Runtime.MarshalError"
 
 
+# ---------------------------------------------------------------- Lambda's limits
+
+
+def test_an_invocation_past_the_functions_timeout_fails_as_lambdas_and_its_environment_is_discarded():
+    # Given a function with a 1 s timeout whose handler takes longer the first time
+    durations = iter([1.2, 0.0])
+
+    def slow(event: Any, context: Any) -> str:
+        time.sleep(next(durations))
+        return "late"
+
+    function = LocalFunction.of("Slow", slow, timeout_seconds=1)
+
+    # When it is invoked
+    invocation = function.invoke({})
+
+    # Then Lambda's timeout is the answer, whatever the handler returned, and the environment is gone
+    assert invocation.function_error == "Unhandled"
+    assert invocation.payload["errorType"] == "Sandbox.Timedout"
+    assert invocation.payload["errorMessage"].endswith("Error: Task timed out after 1.00 seconds")
+    assert function.environments == 0
+    # And the next invocation starts a new one
+    assert function.invoke({}).payload == "late"
+    assert (function.cold_starts, function.environments) == (2, 1)
+
+
+def test_a_call_past_the_timeout_raises_lambdas_error_even_when_the_handler_raised():
+    def slow_failure(event: Any, context: Any) -> None:
+        time.sleep(1.1)
+        raise RuntimeError("too late to be seen")
+
+    function = LocalFunction.of("SlowFailure", slow_failure, timeout_seconds=1)
+    with pytest.raises(lambda_runtime.FunctionError, match=r"Task timed out after 1\.00 seconds") as raised:
+        function.call({})
+    assert raised.value.payload["errorType"] == "Sandbox.Timedout"
+    assert function.environments == 0
+
+
+def test_a_response_over_six_megabytes_fails_as_lambdas_and_one_at_the_limit_does_not():
+    # Given handlers answering just over and exactly at Lambda's limit (a JSON string: two quotes around it)
+    limit = lambda_runtime.MAX_RESPONSE_BYTES
+    over = LocalFunction.of("Over", lambda event, context: "x" * (limit - 1))
+    at = LocalFunction.of("At", lambda event, context: "x" * (limit - 2))
+
+    # When they are invoked
+    too_large, fits = over.invoke({}), at.invoke({})
+
+    # Then the larger fails with Lambda's error, naming both sizes, and its environment is dropped
+    assert too_large.function_error == "Unhandled"
+    assert too_large.payload == {
+        "errorType": "Function.ResponseSizeTooLarge",
+        "errorMessage": f"Response payload size ({limit + 1} bytes) exceeded maximum allowed payload size "
+        f"({limit} bytes).",
+    }
+    assert over.environments == 0
+    assert fits.function_error is None and len(fits.payload) == limit - 2
+    # And called directly (API Gateway's path) it raises the same error
+    with pytest.raises(lambda_runtime.FunctionError, match="Response payload size"):
+        over.call({})
+
+
+# ---------------------------------------------------------------- each function's environment
+
+SETTINGS_HANDLER_SOURCE = """
+from canvas_core.settings import state_machine_settings
+
+ARN = state_machine_settings().state_machine_arn
+
+
+def handler(event, context):
+    return {"at_start": ARN, "now": state_machine_settings().state_machine_arn}
+"""
+
+
+def test_each_function_reads_its_settings_from_its_own_environment(tmp_path, monkeypatch):
+    # Given two functions of one handler file, one given a state machine, one given nothing, and the process's
+    # environment naming another
+    (tmp_path / "app.py").write_text(SETTINGS_HANDLER_SOURCE)
+    monkeypatch.setenv("STATE_MACHINE_ARN", "arn:process")
+
+    def function(name: str, environment: dict[str, str]) -> LocalFunction:
+        spec = FunctionSpec(name, code_dir=tmp_path, handler="app.handler", timeout_seconds=3, memory_mb=128)
+        return spec.local_function(1, environment)
+
+    given, bare = function("Given", {"STATE_MACHINE_ARN": "arn:given"}), function("Bare", {})
+
+    # When each is invoked
+    answer, refusal = given.invoke({}), bare.invoke({})
+
+    # Then each read its own environment, at its start and in its invocation; the one without the variable failed
+    # its start, naming it
+    assert answer.payload == {"at_start": "arn:given", "now": "arn:given"}
+    assert refusal.payload["errorType"] == "SettingsError"
+    assert "STATE_MACHINE_ARN is not set" in refusal.payload["errorMessage"]
+    # And the start check says the same before any invocation
+    with pytest.raises(SettingsError, match="STATE_MACHINE_ARN is not set"):
+        bare.check_start()
+    given.check_start()
+    assert (given.environments, given.cold_starts) == (1, 1)
+
+
 # ---------------------------------------------------------------- each environment's logger
 
 
@@ -411,10 +513,10 @@ def test_an_environment_that_could_not_be_created_gives_its_place_back(monkeypat
     failures = iter([RuntimeError("dictionary changed size during iteration")])
     real_isolation = lambda_runtime.isolation
 
-    def isolation_failing_once(name: str) -> Any:
+    def isolation_failing_once(name: str, variables: Any) -> Any:
         for failure in failures:
             raise failure
-        return real_isolation(name)
+        return real_isolation(name, variables)
 
     monkeypatch.setattr(lambda_runtime, "isolation", isolation_failing_once)
     function = LocalFunction.of("Fragile", lambda event, context: "served", concurrency=1)

@@ -265,6 +265,73 @@ def test_an_unknown_function_fails_like_lambda_resource_not_found(sfn, functions
     assert "MissingFunction" in result["error"]["Cause"]
 
 
+# ---------------------------------------------------------------- Step Functions' 256 KB
+
+OVER_QUOTA = 262_144  # characters of a string that, with its quotes, is over the 262,144 bytes of a state's data
+
+
+@pytest.fixture
+def payload_limits() -> Iterator[None]:
+    moto_patch.install_payload_limits()
+    try:
+        yield
+    finally:
+        moto_patch.uninstall_payload_limits()
+
+
+def test_the_payload_limit_seams_keep_the_shapes_the_patches_implement():
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service import (
+        StateTaskService,
+    )
+
+    before = ["self", "env", "resource_runtime_part", "raw_parameters", "state_credentials"]
+    assert list(inspect.signature(moto_patch._ORIGINAL_BEFORE_TASK).parameters) == before
+    assert StateTaskService.__dict__["_before_eval_execution"] is moto_patch._ORIGINAL_BEFORE_TASK
+    assert list(inspect.signature(moto_patch._ORIGINAL_ERROR_EQUALS).parameters) == ["self", "env"]
+    assert ErrorEqualsDecl.__dict__["_eval_body"] is moto_patch._ORIGINAL_ERROR_EQUALS
+
+
+@pytest.mark.parametrize("too_large", ["result", "input"])
+def test_a_task_result_or_input_over_256_kb_fails_the_execution_past_a_catch_of_states_all(
+    sfn, functions, payload_limits, too_large
+):
+    # Given a task that answers, or is sent, more than Step Functions holds, and a Catch of States.ALL
+    calls: list[Any] = []
+
+    def answer(event: Any, context: Any) -> str:
+        calls.append(event)
+        return "x" * OVER_QUOTA if too_large == "result" else "small"
+
+    register(functions, "LargeFunction", answer)
+    payload = {"blob": "y" * OVER_QUOTA} if too_large == "input" else {}
+    task = lambda_task("LargeFunction", "service-integration", End=True)
+    task["Parameters"]["Payload"] = payload
+    del task["Parameters"]["Payload.$"]
+    task["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Caught"}]
+    states = {"Run": task, "Caught": {"Type": "Pass", "End": True}}
+
+    # When an execution runs it
+    described = execute(sfn, states, "Run", {})
+
+    # Then the execution fails with States.DataLimitExceeded, a terminal error States.ALL does not catch
+    assert described["status"] == "FAILED", described
+    assert described["error"] == "States.DataLimitExceeded"
+    assert "with a size exceeding the maximum number of bytes service limit" in described["cause"]
+    # And a task whose input is too large never reaches its function
+    assert len(calls) == (1 if too_large == "result" else 0)
+
+
+def test_a_catch_that_names_data_limit_exceeded_catches_it(sfn, functions, payload_limits):
+    register(functions, "LargeFunction", lambda event, context: "x" * OVER_QUOTA)
+    catch = [{"ErrorEquals": ["States.DataLimitExceeded"], "ResultPath": "$.error", "Next": "Caught"}]
+    states = {
+        "Run": lambda_task("LargeFunction", "service-integration", End=True, Catch=catch),
+        "Caught": {"Type": "Pass", "End": True},
+    }
+    assert output_of(execute(sfn, states, "Run", {}))["error"]["Error"] == "States.DataLimitExceeded"
+
+
 # ---------------------------------------------------------------- item-level DynamoDB transactions
 
 

@@ -16,6 +16,7 @@ from canvas_core.gather.search import search_api_key
 from canvas_core.models.catalog import TaskType
 from canvas_core.models.items import CanvasItem, RunItem, TaskItem
 from canvas_core.settings import ServiceSettings, gather_settings
+from tests.support import function_environment
 
 pytestmark = pytest.mark.unit
 
@@ -75,7 +76,8 @@ class RecordingDynamoDB:
 def test_runs_canvases_and_tasks_are_written_with_their_expiry():
     # Given a store that keeps data for 7 days
     ddb = RecordingDynamoDB()
-    store = Store(ServiceSettings(data_retention_days=7), dynamodb=ddb)
+    settings = ServiceSettings.from_environ(function_environment("FinalizeRunFunction") | {"DATA_RETENTION_DAYS": "7"})
+    store = Store(settings, dynamodb=ddb)
     run = RunItem(
         run_id="r1", account_id="a1", canvas_id="c1", prompt="p", template="auto", created_at_ms=1,
         estimated_duration_ms=1,

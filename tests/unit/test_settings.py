@@ -1,9 +1,12 @@
-"""The settings models: their defaults, what a bad value says, what each function family reads, and that a
-function checks its family's settings when it starts."""
+"""The settings models: their defaults, the resource names they require, what a bad value says, what each
+function reads, that a function checks its settings when it starts, and that it reads them from its own environment
+where several share one process."""
 
 from __future__ import annotations
 
 import importlib.util
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -11,17 +14,19 @@ from canvas_core import settings
 from canvas_core.settings import (
     ApiSettings,
     BlockSettings,
+    DeliverySettings,
     EnvSettings,
     GatherSettings,
     OrchestrationSettings,
     ProviderSettings,
     ServiceSettings,
     SettingsError,
+    StateMachineSettings,
     TracingSettings,
+    WebhookQueueSettings,
     WebhookSettings,
 )
-from canvas_local.template import Template
-from tests.support import ROOT
+from tests.support import ROOT, function_environment, template
 
 pytestmark = pytest.mark.unit
 
@@ -31,39 +36,71 @@ FAMILIES: dict[str, type[EnvSettings]] = {
     "portal": ApiSettings,
     "orchestration": OrchestrationSettings,
     "blocks": BlockSettings,
-    "webhooks": WebhookSettings,
+    "webhooks": DeliverySettings,
 }
+# What every function is given (template.yaml's Globals): the tables, the bucket and the bus, by local name.
+SHARED = function_environment("GetRunFunction")
+RESOURCES = {name: value for name, value in SHARED.items() if name.endswith("_NAME") and "SERVICE" not in name}
 
 
-def family_of(code_dir) -> type[EnvSettings]:
+def family_of(code_dir: Path) -> type[EnvSettings]:
     return FAMILIES[code_dir.relative_to(ROOT / "functions").parts[0]]
 
 
-# ---- defaults
+def start(folder: str) -> None:
+    """Lambda's load of a function folder's handler: its cold start, which reads its settings."""
+    path = ROOT / "functions" / folder / "app.py"
+    spec = importlib.util.spec_from_file_location(f"settings_check_{folder.replace('/', '_')}", path)
+    assert spec is not None and spec.loader is not None
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
-def test_an_empty_environment_gives_the_defaults():
-    # Given no variable set, or set to nothing
-    unset: dict[str, str] = {}
-    empty = {"MAX_FILES": "", "MODEL_PROVIDER": "  ", "RUNS_TABLE_NAME": ""}
+# ---- defaults, and the names with none
+
+
+def test_an_environment_with_only_the_resource_names_gives_the_defaults():
+    # Given the names of the resources, and other variables unset or set to nothing
+    empty = {"MAX_FILES": "", "MODEL_PROVIDER": "  "}
     # When
-    api, blocks = ApiSettings.from_environ(unset), BlockSettings.from_environ(empty)
-    # Then every field has its default, the same as a model built in code
-    assert api == ApiSettings() and blocks == BlockSettings()
-    assert (api.runs_table, api.artifacts_bucket, api.state_machine_arn) == ("RunsTable", "artifacts", "")
+    api, blocks = ApiSettings.from_environ(RESOURCES), BlockSettings.from_environ(RESOURCES | empty)
+    # Then every other field has its default, the same as a model built in code with the names
+    assert api == ApiSettings.model_validate(RESOURCES)
+    assert (api.runs_table, api.artifacts_bucket, api.event_bus_name) == ("RunsTable", "artifacts-bucket", "default")
     assert (api.max_files, api.max_file_bytes, api.max_upload_bytes) == (10, 4 * MIB, 4 * MIB)
     assert (api.max_prompt_chars, api.max_concurrent_runs, api.portal_session_seconds) == (20000, 10, 12 * 3600)
-    assert (api.download_url_ttl_seconds, api.data_retention_days, api.event_bus_name) == (3600, 90, "default")
+    assert (api.download_url_ttl_seconds, api.data_retention_days) == (3600, 90)
     assert (blocks.model_provider, blocks.model_ids, blocks.model_retry_backoff_seconds) == ("offline", {}, 1.0)
     assert (blocks.web_max_bytes, blocks.youtube_languages, blocks.search_provider) == (5 * MIB, ("en",), "none")
-    assert OrchestrationSettings.from_environ(unset).block_timeout_seconds == 900
-    webhooks = WebhookSettings.from_environ(unset)
-    assert (webhooks.queue_url, webhooks.retry_time_scale, webhooks.livemode) == ("WebhookQueue", 1.0, True)
-    assert TracingSettings.from_environ(unset).trace_disabled is False
+    assert OrchestrationSettings.from_environ(RESOURCES).block_timeout_seconds == 900
+    webhooks = WebhookSettings.from_environ(RESOURCES)
+    assert (webhooks.retry_time_scale, webhooks.livemode, webhooks.timeout_seconds) == (1.0, True, 10.0)
+    assert TracingSettings.from_environ({}).trace_disabled is False
+
+
+@pytest.mark.parametrize(
+    "model, variables",
+    [
+        (ServiceSettings, ["ACCOUNTS_TABLE_NAME", "RUNS_TABLE_NAME", "ARTIFACTS_BUCKET_NAME", "EVENT_BUS_NAME"]),
+        (WebhookSettings, ["WEBHOOK_ENDPOINTS_TABLE_NAME", "WEBHOOK_DELIVERIES_TABLE_NAME"]),
+        (StateMachineSettings, ["STATE_MACHINE_ARN"]),
+        (WebhookQueueSettings, ["WEBHOOK_QUEUE_URL"]),
+        (DeliverySettings, ["WEBHOOK_QUEUE_URL", "WEBHOOK_DEAD_LETTER_QUEUE_URL"]),
+    ],
+)
+def test_a_resource_name_has_no_default_and_its_absence_is_named(model, variables):
+    # Given an environment without the name of a resource the model reads (unset, or set to nothing)
+    environ = {name: value for name, value in RESOURCES.items() if name not in variables} | {variables[0]: " "}
+    # When the model is read, Then it is refused, naming each variable that is not set
+    with pytest.raises(SettingsError) as raised:
+        model.from_environ(environ)
+    assert all(f"{variable} is not set" in str(raised.value) for variable in variables)
+    # And a name built in code may not be empty either
+    with pytest.raises(ValueError, match="at least 1 character"):
+        StateMachineSettings(state_machine_arn="")
 
 
 def test_values_are_read_as_their_types():
-    environ = {
+    environ = RESOURCES | {
         "MAX_FILES": " 3 ",
         "MODEL_PROVIDER": "Bedrock",
         "WRITER_MODEL_ID": "w",
@@ -127,7 +164,7 @@ def test_every_bad_value_is_named_at_once_and_a_key_is_never_repeated():
 
 def test_a_family_reads_only_its_own_settings():
     # Given a value that only the API reads, and that is bad
-    environ = {"MAX_FILES": "abc"}
+    environ = RESOURCES | {"MAX_FILES": "abc"}
     # When the other families read the environment, they do not see it
     for model in (BlockSettings, OrchestrationSettings, WebhookSettings):
         assert "max_files" not in model.model_fields
@@ -139,16 +176,20 @@ def test_a_family_reads_only_its_own_settings():
     assert "block_timeout_seconds" not in BlockSettings.model_fields
     assert "search_provider" not in OrchestrationSettings.model_fields
     assert "queue_url" not in BlockSettings.model_fields and "queue_url" not in OrchestrationSettings.model_fields
+    # And the queues and the state machine are read only by the functions given them
+    assert "queue_url" not in ApiSettings.model_fields and "state_machine_arn" not in ApiSettings.model_fields
     # And all share the tables
     assert all("runs_table" in model.model_fields for model in set(FAMILIES.values()))
 
 
-def test_every_function_of_the_template_reads_valid_settings_and_every_variable_is_read():
-    template = Template(ROOT / "template.yaml")
-    read = {field.alias for model in (*FAMILIES.values(), TracingSettings) for field in model.model_fields.values()}
-    for spec in template.functions():
-        environment = template.function_environment(spec.logical_id)
-        # Its family's model takes the values template.yaml gives it
+def test_every_function_of_the_template_starts_and_every_variable_it_is_given_is_read():
+    extra = (StateMachineSettings, WebhookQueueSettings, TracingSettings)
+    read = {field.alias for model in (*FAMILIES.values(), *extra) for field in model.model_fields.values()}
+    for spec in template().functions():
+        environment = function_environment(spec.logical_id)
+        # Its cold start, in the environment template.yaml gives it alone, reads every setting it needs
+        with settings.environment_scope(settings.Environment(environment)):
+            start(spec.code_dir.relative_to(ROOT / "functions").as_posix())
         family_of(spec.code_dir).from_environ(environment)
         # And every variable it is given is a setting, Powertools' own, or the deployment's name (for tags)
         unread = {
@@ -159,11 +200,65 @@ def test_every_function_of_the_template_reads_valid_settings_and_every_variable_
         assert unread <= {"ENVIRONMENT"}, (spec.logical_id, unread)
 
 
-# ---- read once, checked at the start
+@pytest.mark.parametrize(
+    "logical_id, folder, variable",
+    [
+        ("CreateRunFunction", "api/create_run", "STATE_MACHINE_ARN"),
+        ("WebhookEndpointsFunction", "api/webhook_endpoints", "WEBHOOK_QUEUE_URL"),
+        ("PortalFunction", "portal", "WEBHOOK_QUEUE_URL"),
+        ("DeliverWebhooksFunction", "webhooks/deliver_webhooks", "WEBHOOK_DEAD_LETTER_QUEUE_URL"),
+        ("GetRunFunction", "api/get_run", "RUNS_TABLE_NAME"),
+        ("PlanCanvasFunction", "orchestration/plan_canvas", "CANVASES_TABLE_NAME"),
+        ("TextBlockFunction", "blocks/text_block", "ARTIFACTS_BUCKET_NAME"),
+    ],
+)
+def test_a_function_whose_template_entry_lacks_a_resource_it_reads_fails_when_it_starts(
+    logical_id, folder, variable, monkeypatch
+):
+    # Given the function's environment without one variable it needs, which the process's environment holds
+    environment = function_environment(logical_id)
+    del environment[variable]
+    monkeypatch.setenv(variable, "in-the-process-but-not-the-function")
+    # When Lambda loads its handler (the cold start) in that environment
+    with settings.environment_scope(settings.Environment(environment)), pytest.raises(SettingsError) as raised:
+        start(folder)
+    # Then it fails there, naming the variable
+    assert f"{variable} is not set" in str(raised.value)
 
 
-def test_a_model_is_read_once_until_reset(monkeypatch):
+# ---- read once per environment, checked at the start
+
+
+def test_each_environment_reads_its_own_variables_and_never_the_processs(monkeypatch):
+    # Given the process's environment naming one state machine, and two environments on threads of their own
+    monkeypatch.setenv("STATE_MACHINE_ARN", "arn:process")
+    own = settings.Environment({"STATE_MACHINE_ARN": "arn:own"})
+    bare = settings.Environment({})
+    read: dict[str, str | Exception] = {}
+
+    def read_in(name: str, environment: settings.Environment) -> None:
+        with settings.environment_scope(environment):
+            try:
+                read[name] = settings.state_machine_settings().state_machine_arn
+            except SettingsError as exc:
+                read[name] = exc
+
+    # When each reads the state machine's settings
+    threads = [threading.Thread(target=read_in, args=args) for args in (("own", own), ("bare", bare))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # Then each read its own variables, kept them for its next read, and the process keeps its own
+    assert read["own"] == "arn:own" and isinstance(read["bare"], SettingsError)
+    assert StateMachineSettings in own.loaded and StateMachineSettings not in bare.loaded
+    assert settings.state_machine_settings().state_machine_arn == "arn:process"
+
+
+def test_a_model_is_read_once_until_reset(monkeypatch, environment_of):
     # Given the settings read once
+    environment_of("CreateRunFunction")
     monkeypatch.setenv("MAX_CONCURRENT_RUNS", "3")
     first = settings.api_settings()
     # When the environment changes
@@ -185,12 +280,10 @@ def test_a_model_is_read_once_until_reset(monkeypatch):
         ("portal", "PORTAL_SESSION_SECONDS", "never"),
     ],
 )
-def test_a_function_with_a_bad_setting_fails_when_it_starts(folder, variable, value, monkeypatch):
-    # Given a bad value of a setting the function's family reads
-    monkeypatch.setenv(variable, value)
-    path = ROOT / "functions" / folder / "app.py"
-    spec = importlib.util.spec_from_file_location(f"settings_check_{folder.replace('/', '_')}", path)
-    module = importlib.util.module_from_spec(spec)
+def test_a_function_with_a_bad_setting_fails_when_it_starts(folder, variable, value):
+    # Given a bad value of a setting the function's family reads, in the environment template.yaml gives it
+    logical_id = next(s.logical_id for s in template().functions() if s.code_dir == ROOT / "functions" / folder)
+    environment = settings.Environment(function_environment(logical_id) | {variable: value})
     # When Lambda loads its handler (the cold start), Then it fails there, naming the variable
-    with pytest.raises(SettingsError, match=f"{variable}='{value}'"):
-        spec.loader.exec_module(module)
+    with settings.environment_scope(environment), pytest.raises(SettingsError, match=f"{variable}='{value}'"):
+        start(folder)

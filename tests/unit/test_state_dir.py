@@ -21,6 +21,7 @@ from canvas_core.models.items import RunItem
 from canvas_core.settings import ServiceSettings
 from canvas_local import state_dir
 from canvas_local.state_dir import FORMAT_VERSION, RestoreReport, SaveReport, StateDir, StateDirError
+from tests.support import function_environment
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("model_env")]
 
@@ -365,7 +366,9 @@ def test_runs_left_running_finds_exactly_the_running_runs() -> None:
             AttributeDefinitions=[{"AttributeName": "run_id", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "run_id", "KeyType": "HASH"}],
         )
-        store = Store(ServiceSettings(runs_table=RUNS_TABLE), dynamodb=dynamodb)
+        environment = function_environment("FinalizeRunFunction") | {"RUNS_TABLE_NAME": RUNS_TABLE}
+        settings = ServiceSettings.from_environ(environment)
+        store = Store(settings, dynamodb=dynamodb)
         for i in range(12):
             store.put_run(
                 RunItem(

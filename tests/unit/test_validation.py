@@ -19,12 +19,18 @@ from canvas_core.errors import (
     UnsupportedMediaTypeError,
 )
 from canvas_core.models.base import refusal
-from canvas_core.settings import api_settings
+from canvas_core.settings import ApiSettings
 from canvas_core.validation import CreateRunForm
-from tests.support import PNG_1X1, multipart
+from tests.support import PNG_1X1, function_environment, multipart
 
 pytestmark = pytest.mark.unit
-SETTINGS = api_settings()
+SETTINGS = ApiSettings.from_environ(function_environment("CreateRunFunction"))
+
+
+@pytest.fixture(autouse=True)
+def create_run_environment(environment_of):
+    """The settings the rules read: the create-run function's."""
+    environment_of("CreateRunFunction")
 
 
 def validate(**fields):

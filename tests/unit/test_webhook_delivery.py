@@ -42,7 +42,8 @@ spine = SpineClient(api_key="sk_spine_unused")
 
 
 @pytest.fixture(autouse=True)
-def webhook_environment(monkeypatch):
+def webhook_environment(monkeypatch, environment_of):
+    environment_of("DeliverWebhooksFunction")
     monkeypatch.delenv("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", raising=False)
     monkeypatch.delenv("WEBHOOK_RETRY_TIME_SCALE", raising=False)
 

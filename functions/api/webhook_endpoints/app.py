@@ -19,9 +19,10 @@ from canvas_core.models.webhooks import (
     WebhookPingSent,
 )
 from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.settings import WebhookQueueSettings
 from canvas_core.webhooks import endpoints
 
-app = create_app()
+app = create_app(WebhookQueueSettings)
 
 EndpointId = Annotated[UUID, Path(description="The endpoint's id")]
 TAGS = ["Webhook endpoints"]

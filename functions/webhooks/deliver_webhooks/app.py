@@ -9,10 +9,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.observability import logger, tracer
-from canvas_core.settings import webhook_settings
+from canvas_core.settings import delivery_settings
 from canvas_core.webhooks.delivery import Deliveries
 
-webhook_settings()  # read when the function starts: a bad setting fails it there, not a delivery
+delivery_settings()  # read when the function starts: a bad setting fails it there, not a delivery
 processor = BatchProcessor(event_type=EventType.SQS)
 
 

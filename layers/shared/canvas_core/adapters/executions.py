@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from canvas_core.adapters.aws import LazyClient
 from canvas_core.errors import StorageError
-from canvas_core.settings import api_settings
+from canvas_core.settings import state_machine_settings
 
 
 class Executions:
@@ -22,7 +22,7 @@ class Executions:
     @property
     def state_machine_arn(self) -> str:
         """The create-run function's (STATE_MACHINE_ARN): the other functions only resume parked tasks."""
-        return self._state_machine_arn or api_settings().state_machine_arn
+        return self._state_machine_arn or state_machine_settings().state_machine_arn
 
     def start(self, run_id: str, payload: dict[str, Any]) -> str:
         try:

@@ -21,7 +21,7 @@ from canvas_core.errors import InvalidUuidError, ServiceBusyError, ServiceError,
 from canvas_core.models.api import ErrorBody, success_body
 from canvas_core.models.base import Model, RequestRefused, refusal
 from canvas_core.observability import logger
-from canvas_core.settings import api_settings
+from canvas_core.settings import EnvSettings, api_settings, load
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
@@ -177,8 +177,12 @@ class Resolver(APIGatewayRestResolver):
         return document
 
 
-def create_app() -> APIGatewayRestResolver:
-    api_settings()  # read when the function starts: a bad setting fails it there, not a request
+def create_app(*settings: type[EnvSettings]) -> APIGatewayRestResolver:
+    """The function's resolver. Its settings are read when the function starts (the API's, and `settings`, those of
+    the resources only some API functions are given): a bad or missing one fails it there, not a request."""
+    api_settings()
+    for model in settings:
+        load(model)
     app = Resolver()
 
     @app.exception_handler(ServiceError)  # type: ignore[untyped-decorator]

@@ -33,7 +33,7 @@ from canvas_core.portal.sessions import (
 )
 from canvas_core.portal.viewer import canvas_view
 from canvas_core.runs import get_run_status, list_runs
-from canvas_core.settings import api_settings
+from canvas_core.settings import WebhookQueueSettings, api_settings
 
 
 class SignInRequest(Model):
@@ -52,7 +52,7 @@ class CreateEndpointRequest(Model):
 
 
 def create_portal_app() -> APIGatewayRestResolver:
-    app = create_app()
+    app = create_app(WebhookQueueSettings)  # the portal queues pings
 
     # Powertools leaves exception_handler's return unannotated; the handler keeps its own signature.
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]

@@ -1,32 +1,46 @@
 """Every setting canvas_core reads from the environment, as one pydantic model per function family; nothing
-else in canvas_core reads the environment. template.yaml gives each function its variables, the embedded stack
-the same from the template, tests set them with monkeypatch.
+else in canvas_core reads the environment. template.yaml gives each function its variables (its entry and
+Globals), the embedded stack each function the same from the template, tests set them with monkeypatch.
 
 | family | functions | model | made of |
 |---|---|---|---|
 | API | functions/api/*, functions/portal | `ApiSettings` | `WebhookSettings`, and the API's limits |
 | orchestration | functions/orchestration/* | `OrchestrationSettings` | `ServiceSettings`, `ProviderSettings` |
 | blocks | functions/blocks/* | `BlockSettings` | `ServiceSettings`, `ProviderSettings`, `GatherSettings` |
-| webhooks | functions/webhooks/* | `WebhookSettings` | `ServiceSettings`, `FetchSettings` |
+| webhooks | functions/webhooks/* | `DeliverySettings` | `WebhookSettings`, the queues |
 
-A function's family model is read when the function starts (its cold start): a bad value fails it there, with
-a message that names the variable, never in the middle of a request. Code reads the smallest model that has
-what it needs (the store `service_settings()`, a provider `provider_settings()`, ...): each is read once per
-process from the same environment, so it agrees with the family model that was checked.
+A setting that names an AWS resource (a table, the bucket, the bus, a queue, the state machine) has no default:
+a function reads it only where its template entry gives it. The few functions that need a resource beyond their
+family's read its model too when they start: `StateMachineSettings` (create-run), `WebhookQueueSettings` (the
+endpoints' API and the portal, which queue pings).
 
-After changing the environment of a running process (a test, the embedded stack), `reset()` makes the next read
-see the change.
+A function's models are read when the function starts (its cold start): a bad value, or a resource its template
+entry lacks, fails it there, with a message that names the variable, never in the middle of a request. Code
+reads the smallest model that has what it needs (the store `service_settings()`, a provider
+`provider_settings()`, ...): each is read once per execution environment from the same variables, so it agrees
+with the models that were checked.
+
+After changing the environment of a running process (a test), `reset()` makes the next read see the change.
 """
 
 from __future__ import annotations
 
-from canvas_core.settings.api import ApiSettings
-from canvas_core.settings.base import EnvSettings, ServiceSettings, SettingsError, TracingSettings, load, reset
+from canvas_core.settings.api import ApiSettings, StateMachineSettings
+from canvas_core.settings.base import (
+    Environment,
+    EnvSettings,
+    ServiceSettings,
+    SettingsError,
+    TracingSettings,
+    environment_scope,
+    load,
+    reset,
+)
 from canvas_core.settings.blocks import BlockSettings
 from canvas_core.settings.gather import FetchSettings, GatherSettings
 from canvas_core.settings.orchestration import OrchestrationSettings
 from canvas_core.settings.providers import ModelProviderName, ProviderSettings
-from canvas_core.settings.webhooks import WebhookSettings
+from canvas_core.settings.webhooks import DeliverySettings, WebhookQueueSettings, WebhookSettings
 
 
 def api_settings() -> ApiSettings:
@@ -43,6 +57,18 @@ def block_settings() -> BlockSettings:
 
 def webhook_settings() -> WebhookSettings:
     return load(WebhookSettings)
+
+
+def delivery_settings() -> DeliverySettings:
+    return load(DeliverySettings)
+
+
+def webhook_queue_settings() -> WebhookQueueSettings:
+    return load(WebhookQueueSettings)
+
+
+def state_machine_settings() -> StateMachineSettings:
+    return load(StateMachineSettings)
 
 
 def service_settings() -> ServiceSettings:
@@ -64,7 +90,9 @@ def gather_settings() -> GatherSettings:
 __all__ = [
     "ApiSettings",
     "BlockSettings",
+    "DeliverySettings",
     "EnvSettings",
+    "Environment",
     "FetchSettings",
     "GatherSettings",
     "ModelProviderName",
@@ -72,15 +100,22 @@ __all__ = [
     "ProviderSettings",
     "ServiceSettings",
     "SettingsError",
+    "StateMachineSettings",
     "TracingSettings",
+    "WebhookQueueSettings",
     "WebhookSettings",
     "api_settings",
     "block_settings",
+    "delivery_settings",
+    "environment_scope",
     "fetch_settings",
     "gather_settings",
+    "load",
     "orchestration_settings",
     "provider_settings",
     "reset",
     "service_settings",
+    "state_machine_settings",
+    "webhook_queue_settings",
     "webhook_settings",
 ]

@@ -1,20 +1,31 @@
-"""How a settings model is read: each field from one environment variable (`env`), validated by pydantic, once
-per process (`load`); the settings every function shares (`ServiceSettings`)."""
+"""How a settings model is read: each field from one environment variable (`env`, `required`), validated by
+pydantic, once per execution environment (`load`); the settings every function shares (`ServiceSettings`)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any, Self, cast
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Annotated, Any, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 MIB = 1024 * 1024
 
+# The name of an AWS resource (a table, the bucket, a queue's URL, an ARN): template.yaml gives it to each function
+# that uses it, so it has no default (a local name would hide a function the template forgot).
+ResourceName = Annotated[str, Field(min_length=1)]
+
 
 def env(variable: str, default: Any, **constraints: Any) -> Any:
     """A field read from `variable`, `default` when it is unset or empty; `constraints` are pydantic's (`gt`, ...)."""
     return Field(default, alias=variable, **constraints)
+
+
+def required(variable: str) -> Any:
+    """A field read from `variable`, which must be set: a model without it is refused, naming the variable."""
+    return Field(alias=variable)
 
 
 def env_ending(suffix: str) -> Any:
@@ -34,9 +45,10 @@ class EnvSettings(BaseModel):
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Self:
-        """The model from `environ` (the process's environment by default): each field from its variable, stripped
-        of spaces, or its default where the variable is unset or empty. SettingsError names every bad value."""
-        environ = os.environ if environ is None else environ
+        """The model from `environ` (by default the environment in charge: `environment_scope`'s, or the
+        process's): each field from its variable, stripped of spaces, or its default where the variable is unset or
+        empty. SettingsError names every bad value and every required variable unset."""
+        environ = current_environ() if environ is None else environ
         values: dict[str, Any] = {}
         for field in cls.model_fields.values():
             variable = cast(str, field.alias)
@@ -57,6 +69,9 @@ def _problems(model: type[EnvSettings], exc: ValidationError) -> str:
     problems = []
     for error in exc.errors(include_url=False):
         variable = str(error["loc"][0]) if error["loc"] else model.__name__
+        if error["type"] == "missing":
+            problems.append(f"{variable} is not set")
+            continue
         shown = "" if variable in hidden else f"={error['input']!r}"
         problems.append(f"{variable}{shown}: {error['msg']}")
     return "; ".join(problems)
@@ -66,16 +81,16 @@ class ServiceSettings(EnvSettings):
     """What every function reads: the tables, the artifacts bucket and its download links, the bus that run
     status changes go to, and how long data is kept."""
 
-    accounts_table: str = env("ACCOUNTS_TABLE_NAME", "AccountsTable")
-    api_keys_table: str = env("API_KEYS_TABLE_NAME", "ApiKeysTable")
-    portal_sessions_table: str = env("PORTAL_SESSIONS_TABLE_NAME", "PortalSessionsTable")
-    runs_table: str = env("RUNS_TABLE_NAME", "RunsTable")
-    canvases_table: str = env("CANVASES_TABLE_NAME", "CanvasesTable")
-    tasks_table: str = env("TASKS_TABLE_NAME", "TasksTable")
-    idempotency_table: str = env("IDEMPOTENCY_TABLE_NAME", "IdempotencyTable")
-    artifacts_bucket: str = env("ARTIFACTS_BUCKET_NAME", "artifacts")
+    accounts_table: ResourceName = required("ACCOUNTS_TABLE_NAME")
+    api_keys_table: ResourceName = required("API_KEYS_TABLE_NAME")
+    portal_sessions_table: ResourceName = required("PORTAL_SESSIONS_TABLE_NAME")
+    runs_table: ResourceName = required("RUNS_TABLE_NAME")
+    canvases_table: ResourceName = required("CANVASES_TABLE_NAME")
+    tasks_table: ResourceName = required("TASKS_TABLE_NAME")
+    idempotency_table: ResourceName = required("IDEMPOTENCY_TABLE_NAME")
+    artifacts_bucket: ResourceName = required("ARTIFACTS_BUCKET_NAME")
     download_url_ttl_seconds: int = env("DOWNLOAD_URL_TTL_SECONDS", 3600, gt=0)
-    event_bus_name: str = env("EVENT_BUS_NAME", "default")
+    event_bus_name: ResourceName = required("EVENT_BUS_NAME")
     # Runs, canvases and tasks expire (DynamoDB TTL on expires_at) this many days after they were written.
     data_retention_days: int = env("DATA_RETENTION_DAYS", 90, gt=0)
 
@@ -87,21 +102,49 @@ class TracingSettings(EnvSettings):
     trace_disabled: bool = env("POWERTOOLS_TRACE_DISABLED", False)
 
 
+class Environment:
+    """One execution environment's variables, and the models read from them (each once, from its cold start on)."""
+
+    def __init__(self, variables: Mapping[str, str]):
+        self.variables = dict(variables)
+        self.loaded: dict[type[EnvSettings], EnvSettings] = {}
+
+
 _loaded: dict[type[EnvSettings], EnvSettings] = {}
+_environment: ContextVar[Environment | None] = ContextVar("canvas_settings_environment", default=None)
+
+
+@contextmanager
+def environment_scope(environment: Environment) -> Iterator[Environment]:
+    """Read settings from `environment` in this thread (and what it starts with its context) until exit.
+
+    On Lambda a process is one execution environment and its environment is the function's. A runtime that hosts
+    several in one process (the embedded stack, the component tests) runs each one's import and invocations in
+    its scope, so a function reads only the variables its template entry gives it, never the process's."""
+    token = _environment.set(environment)
+    try:
+        yield environment
+    finally:
+        _environment.reset(token)
+
+
+def current_environ() -> Mapping[str, str]:
+    """The variables settings are read from here: the scope's, or the process's environment outside any."""
+    environment = _environment.get()
+    return os.environ if environment is None else environment.variables
 
 
 def load[S: EnvSettings](model: type[S]) -> S:
-    """`model` as the environment gave it when first asked for in this process: on Lambda, once per container.
-
-    The embedded stack runs every function in one process over one environment (their variables merged,
-    canvas_local.stack), so what a model holds there is what each of its functions reads; the stack calls
-    `reset` whenever it changes that environment, as a test does after changing a variable."""
-    loaded = _loaded.get(model)
-    if loaded is None:
-        loaded = _loaded.setdefault(model, model.from_environ())
-    return cast(S, loaded)
+    """`model` as the environment in charge gave it when first asked for there: on Lambda, once per container."""
+    environment = _environment.get()
+    loaded = _loaded if environment is None else environment.loaded
+    found = loaded.get(model)
+    if found is None:
+        found = loaded.setdefault(model, model.from_environ())
+    return cast(S, found)
 
 
 def reset() -> None:
-    """Forget every model loaded: the next `load` reads the environment as it is now."""
+    """Forget every model the process loaded outside any environment's scope: the next `load` reads the
+    process's environment as it is now (after a test, or the embedded stack, changed it)."""
     _loaded.clear()

@@ -18,7 +18,7 @@ from canvas_core.clock import now_ms
 from canvas_core.errors import RunNotFoundError
 from canvas_core.models.webhooks import DeliveryMessage, EndpointStatus, WebhookDelivery
 from canvas_core.observability import logger
-from canvas_core.settings import webhook_settings
+from canvas_core.settings import delivery_settings
 from canvas_core.webhooks.endpoints import delivery_fetcher
 from canvas_core.webhooks.events import RUN_EVENT_TYPES, envelope, run_event_id
 from canvas_core.webhooks.schedule import retry_delay_seconds
@@ -58,7 +58,7 @@ class Deliveries:
         runs: Store | None = None,
         files: ArtifactStore | None = None,
     ):
-        settings = webhook_settings()
+        settings = delivery_settings()
         self.settings = settings
         self.store = store or WebhookStore()
         self.queue = queue or Queue(settings.queue_url)

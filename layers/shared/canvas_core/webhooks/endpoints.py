@@ -25,7 +25,7 @@ from canvas_core.models.webhooks import (
     WebhookEventType,
 )
 from canvas_core.observability import logger
-from canvas_core.settings import webhook_settings
+from canvas_core.settings import webhook_queue_settings, webhook_settings
 from canvas_core.webhooks.events import envelope, new_event_id
 from canvas_core.webhooks.settings import MAX_ENDPOINTS_PER_ACCOUNT
 from canvas_core.webhooks.signing import new_secret
@@ -92,7 +92,7 @@ def ping(account_id: str, endpoint_id: str, store: WebhookStore | None = None, q
     message = DeliveryMessage(
         endpoint_id=endpoint.endpoint_id, event_id=event_id, type=WebhookEventType.WEBHOOK_PING, body=body
     )
-    (queue or Queue(webhook_settings().queue_url)).send(message.model_dump(mode="json"))
+    (queue or Queue(webhook_queue_settings().queue_url)).send(message.model_dump(mode="json"))
     return event_id
 
 
