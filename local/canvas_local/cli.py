@@ -98,6 +98,12 @@ SWITCH_INTERVAL_SECONDS = 0.001
 
 
 def serve(args: argparse.Namespace) -> int:
+    # A bad fault spec is refused before anything of the process changes.
+    try:
+        faults = args.inject_faults or faults_from_environment(os.environ)
+    except FaultSpecError as exc:
+        print(f"canvas serve: {ENV_VAR}: {exc}", file=sys.stderr)
+        return 2
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     stopping = threading.Event()
     # SIGTERM (docker stop, kill) shuts down as cleanly as Ctrl-C; SIGINT is set too, because a process
@@ -109,11 +115,6 @@ def serve(args: argparse.Namespace) -> int:
         overrides["MaxConcurrentRunsPerAccount"] = str(args.max_concurrent_runs)
     if args.webhook_allow_private_addresses:
         overrides["WebhookAllowPrivateAddresses"] = "true"
-    try:
-        faults = args.inject_faults or faults_from_environment(os.environ)
-    except FaultSpecError as exc:
-        print(f"canvas serve: {ENV_VAR}: {exc}", file=sys.stderr)
-        return 2
     from canvas_core.settings import SettingsError
     from canvas_local.stack import LocalStack  # moto and the handlers: only `serve` needs them
     from canvas_local.state_dir import StateDirError

@@ -33,7 +33,6 @@ THROTTLE_MESSAGE = (
     "Consider increasing your provisioning level with the UpdateTable API."
 )
 CANCELLED_MESSAGE = "Transaction cancelled, please refer cancellation reasons for specific reasons [{}]"
-LAMBDA_ERROR_MESSAGE = "The Lambda service encountered an internal error (injected fault)"
 
 READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
 SINGLE_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem"})

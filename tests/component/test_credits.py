@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import base64
 import json
-from decimal import Decimal
 from collections.abc import Iterator
+from decimal import Decimal
 from urllib.parse import urlencode
 
 import pytest
