@@ -200,7 +200,10 @@ def authorized(
             # The embedded stack gives a template queue's name where AWS gives its URL (`Ref`), and the function
             # looks the URL up: a call the function does not make on AWS.
             return []
-        return [(f"sqs:{_SQS_ACTIONS.get(operation, operation)}", name(params.get("QueueUrl", "*")))]
+        url = params.get("QueueUrl", "*")
+        # A URL's last part is the queue's name (a warm container may hold the URL an earlier stack answered).
+        queue = logical_ids.get(url) or logical_ids.get(url.rstrip("/").rsplit("/", 1)[-1], url)
+        return [(f"sqs:{_SQS_ACTIONS.get(operation, operation)}", queue)]
     if service == "eventbridge" and operation == "PutEvents":
         buses = {entry.get("EventBusName") or "default" for entry in params.get("Entries", [])}
         return [("events:PutEvents", DEFAULT_EVENT_BUS if bus == "default" else name(bus)) for bus in sorted(buses)]

@@ -91,6 +91,10 @@ def test_queues_and_the_default_event_bus():
     assert authorized("sqs", "SendMessage", {"QueueUrl": url, "MessageBody": "{}"}, NAMES) == [
         ("sqs:SendMessage", "WebhookQueue")
     ]
+    # A URL the stack did not answer (an earlier stack's, still held by a warm container) is named by its queue
+    assert authorized("sqs", "SendMessage", {"QueueUrl": "http://127.0.0.1:1/123456789012/WebhookQueue"}, NAMES) == [
+        ("sqs:SendMessage", "WebhookQueue")
+    ]
     # The embedded stack names a queue where AWS gives its URL: looking the URL up is not the function's call
     assert authorized("sqs", "GetQueueUrl", {"QueueName": "WebhookQueue"}, NAMES) == []
     assert authorized("eventbridge", "PutEvents", {"Entries": [{"Detail": "{}"}]}, NAMES) == [
