@@ -192,6 +192,23 @@ def test_a_run_event_larger_than_a_queue_message_carries_is_delivered_whole(http
     assert document["name"].endswith(".docx") and document["download_url"]
 
 
+def test_a_run_started_event_shows_the_run_running_with_its_progress(http, receiver, add_endpoint):
+    # Given an endpoint for run starts, and a run whose block works until the test lets it end
+    endpoint = add_endpoint("/started", ["run.started"])
+    prompt = "webhooks e2e: still going"
+    with scripted({prompt: Dag([Block(hang=True)])}) as script:
+        run_id = http.post("/v1/run", data={"prompt": prompt}).json()["data"]["run_id"]
+
+        # When its start is delivered
+        (event,) = run_events(receiver, "/started", endpoint["secret"], run_id, 1)
+        script.release()
+        poll_until_finished(http, run_id)
+
+    # Then the event's run is running, with its progress, as GET /v1/run/{run_id} showed it then
+    run = event.data["object"]
+    assert run["status"] == "running" and "tasks_total" in run["progress"], run
+
+
 def test_a_rotated_secret_signs_the_next_delivery(http, receiver, add_endpoint):
     endpoint = add_endpoint("/rotated", ["webhook.ping"])
 
