@@ -270,3 +270,35 @@ def test_another_accounts_webhook_endpoint_is_404_through_the_portal(aws, accoun
     listed = portal_call(function, context, "GET", "/portal/api/webhook_endpoints", cookie=cookie)
     assert body_of(listed)["data"] == {"endpoints": []}
     assert [e.id for e in endpoints.list_endpoints(other_account)] == [theirs.id]
+
+
+def test_an_attempt_that_got_no_answer_is_listed_through_the_portal(aws, account, function, context):
+    from canvas_core.models.webhooks import DeliveryMessage, WebhookEventType
+    from canvas_core.webhooks import endpoints
+    from canvas_core.webhooks.delivery import Deliveries, Outcome
+    from canvas_core.webhooks.endpoints import delivery_fetcher
+
+    # Given an endpoint whose first attempt timed out
+    mine = endpoints.create_endpoint(account.account_id, "https://93.184.215.14/canvas")
+
+    def time_out(address: str, port: int, timeout: float):
+        raise TimeoutError("timed out")
+
+    message = DeliveryMessage(endpoint_id=mine.id, event_id="evt_1", type=WebhookEventType.WEBHOOK_PING, body="{}")
+    deliveries = Deliveries(fetcher=delivery_fetcher(connector=time_out), queue=DiscardingQueue())
+    assert deliveries.deliver(message) == Outcome.RETRYING
+
+    # When the portal lists its deliveries
+    cookie, _ = sign_in(function, context, account.api_key)
+    path = f"/portal/api/webhook_endpoints/{mine.id}/deliveries"
+    response = portal_call(function, context, "GET", path, cookie=cookie)
+
+    # Then the attempt shows no status code, and why no answer came
+    assert response["statusCode"] == 200, response
+    (attempt,) = body_of(response)["data"]["deliveries"]
+    assert attempt["status_code"] is None and attempt["error"]
+
+
+class DiscardingQueue:
+    def send(self, message, delay_seconds: float = 0) -> None:
+        pass

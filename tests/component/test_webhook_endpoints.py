@@ -5,6 +5,7 @@ EventBridge and fanned out to the subscribed endpoints only, and a batch whose b
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 
@@ -18,8 +19,10 @@ from canvas_core.adapters.webhook_store import WebhookStore
 from canvas_core.auth import create_account_with_key
 from canvas_core.models.api import CreateRunRequest
 from canvas_core.models.items import RunItem
-from canvas_core.models.webhooks import DeliveryMessage, EndpointStatus
+from canvas_core.models.webhooks import DeliveryMessage, EndpointStatus, WebhookEventType
 from canvas_core.webhooks import endpoints
+from canvas_core.webhooks.delivery import Deliveries, Outcome
+from canvas_core.webhooks.endpoints import delivery_fetcher
 from canvas_core.webhooks.settings import MAX_ENDPOINTS_PER_ACCOUNT
 from canvas_local.queues import TemplateQueues
 from tests.support import body_of, load_event
@@ -229,6 +232,26 @@ def test_an_endpoint_that_answered_410_shows_disabled(queues, account, function,
     assert (listed["status"], listed["disabled_reason"]) == (EndpointStatus.DISABLED, "The endpoint answered 410 Gone")
     status, body = call(function, context, "ping_webhook_endpoint", account.api_key, mine.id)
     assert status == 409 and "disabled" in body["error"]
+
+
+def test_an_attempt_that_got_no_answer_is_listed_with_its_error(queues, account, function, context):
+    # Given an endpoint whose first attempt found the connection refused
+    mine = endpoints.create_endpoint(account.account_id, HOOK)
+
+    def refuse(address: str, port: int, timeout: float) -> socket.socket:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    message = DeliveryMessage(endpoint_id=mine.id, event_id="evt_1", type=WebhookEventType.WEBHOOK_PING, body="{}")
+    assert Deliveries(fetcher=delivery_fetcher(connector=refuse)).deliver(message) == Outcome.RETRYING
+
+    # When its deliveries are listed
+    status, body = call(function, context, "list_webhook_deliveries", account.api_key, mine.id)
+
+    # Then the attempt shows no status code, and why no answer came
+    assert status == 200, body
+    (attempt,) = body["data"]["deliveries"]
+    assert (attempt["event_id"], attempt["attempt"], attempt["status_code"]) == ("evt_1", 1, None)
+    assert attempt["error"] and attempt["next_retry"] is not None
 
 
 class RecordedEvents:

@@ -96,8 +96,12 @@ class WebhookDelivery(Model):
     event_id: str
     type: WebhookEventType
     attempt: int = Field(description="1 for the first attempt")
-    status_code: int | None = Field(description="The endpoint's HTTP status; null when no answer came")
-    error: str | None = Field(default=None, description="Why the attempt did not count, if it did not")
+    status_code: int | None = Field(
+        default=None, description="The endpoint's HTTP status; null when no answer came (a timeout, a refusal)"
+    )
+    error: str | None = Field(
+        default=None, description="Why the attempt did not count, if it did not (when no answer came, why not)"
+    )
     duration_ms: int
     attempted: int = Field(description="Unix seconds")
     next_retry: int | None = Field(default=None, description="Unix seconds of the next attempt; null if none")
