@@ -94,6 +94,16 @@ _.state_credentials
 _.__wrapped__
 _.all_items
 
+# waitress: the classes its server, channel and tasks are built from, and the task state it reads
+# (canvas_local/frontdoor.py extends them).
+_.channel_class
+_.parser_class
+_.task_class
+_.error_task_class
+_.content_length
+_.current_outbuf_count
+_.total_outbufs_len
+
 # Read by the tests: what the embedded stack and its Lambda runtime report, test seams of the moto patch, and
 # the event handler attributes the HTML check collects.
 _.invocations

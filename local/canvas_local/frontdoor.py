@@ -1,20 +1,27 @@
-"""The embedded stack's API Gateway: an HTTP server that turns each request into a REST (v1) proxy event,
-calls the function whose `Api` event matches the method and path, and answers with what it returns."""
+"""The embedded stack's API Gateway: a WSGI app, served by waitress, that turns each request into a REST (v1)
+proxy event, calls the function whose `Api` event matches the method and path, and answers with what it returns."""
 
 from __future__ import annotations
 
 import base64
 import json
 import logging
-import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl
+
+from waitress import wasyncore
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser, get_header_lines
+from waitress.rfc7230 import HEADER_FIELD_RE
+from waitress.server import TcpWSGIServer
+from waitress.task import ErrorTask, ThreadedTaskDispatcher, WSGITask
 
 from canvas_local import priority
 from canvas_local.lambda_runtime import ACCOUNT_ID, FunctionError, LocalFunction, Throttled
@@ -26,21 +33,38 @@ LOG = logging.getLogger(__name__)
 MAX_EVENT_BYTES = 6 * 1024 * 1024
 # Connections the kernel queues before the server accepts them: a burst waits instead of being reset.
 LISTEN_BACKLOG = 1024
-# Connections served at once (a thread each); past this a new one gets 503 at once rather than a thread.
-MAX_CONNECTIONS = 256
+# Connections open at once (a file descriptor each, polled, not a thread); past this the server stops accepting
+# and new ones wait in the backlog until one closes.
+MAX_CONNECTIONS = 4096
+# Requests handled at once (a worker thread each, started with the door): enough for every API function's
+# environments to be waited on together, since a request waits for an environment up to THROTTLE_WAIT_SECONDS.
+WORKER_THREADS = 64
+# A request's head must arrive within HEAD_SECONDS of its first byte and the whole request within
+# REQUEST_SECONDS, or it is answered 408 and closed: a client that trickles cannot keep a connection for ever.
+HEAD_SECONDS = 10
+REQUEST_SECONDS = 60
 # How long a request waits for a free execution environment before it is answered 429, as API Gateway
 # answers when Lambda throttles.
 THROTTLE_WAIT_SECONDS = 10
 RETRY_AFTER_SECONDS = 1
-# An idle keep-alive connection is closed after this, so abandoned clients do not hold threads.
+# An idle keep-alive connection is closed after this, so abandoned clients do not hold connections.
 IDLE_CONNECTION_SECONDS = 30
+# How often (seconds) the server looks for idle connections and overdue requests; waitress's unit is a second.
+CHECK_SECONDS = 1
+# The methods API Gateway routes (what `ANY` stands for); any other (TRACE, CONNECT, ...) is answered 405.
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+# Where `GET /` leads when no route claims it.
+HOME = "/portal"
+# The environ key under which the request's headers, as sent, reach the app.
+HEADER_PAIRS = "canvas.header_pairs"
 
 
 class HttpError(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, headers: list[tuple[str, str]] | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers or []
 
 
 # ---------------------------------------------------------------- routing
@@ -60,19 +84,34 @@ class Router:
         self.routes = routes
 
     def match(self, method: str, path: str) -> Match:
+        candidates = self._candidates(path)
+        if method not in METHODS:
+            raise _method_not_allowed(method, path, self.allowed(path) or list(METHODS))
+        if not candidates:
+            raise HttpError(404, f"Not found: {method} {path}")
+        for _, route, params in candidates:
+            if route.method in (method, "ANY"):
+                return Match(route, params)
+        raise _method_not_allowed(method, path, self.allowed(path))
+
+    def allowed(self, path: str) -> list[str]:
+        """The methods some route answers on this path, in METHODS' order."""
+        methods = {route.method for _, route, _ in self._candidates(path)}
+        return [method for method in METHODS if method in methods or "ANY" in methods]
+
+    def _candidates(self, path: str) -> list[tuple[list[int], ApiRoute, dict[str, str]]]:
         segments = _segments(path)
         candidates = []
         for route in self.routes:
             params = _match_segments(_segments(route.path), segments)
             if params is not None:
                 candidates.append((_specificity(route.path), route, params))
-        if not candidates:
-            raise HttpError(404, f"Not found: {method} {path}")
         candidates.sort(key=lambda candidate: candidate[0])
-        for _, route, params in candidates:
-            if route.method in (method, "ANY"):
-                return Match(route, params)
-        raise HttpError(405, f"Method not allowed: {method} {path}")
+        return candidates
+
+
+def _method_not_allowed(method: str, path: str, allowed: list[str]) -> HttpError:
+    return HttpError(405, f"Method not allowed: {method} {path}", [("Allow", ", ".join(allowed))])
 
 
 def _segments(path: str) -> list[str]:
@@ -121,37 +160,97 @@ class FrontDoor:
         self.binary_media_types = binary_media_types
         self.stage = stage
         self.address = (host, port)
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._sockets: dict[int, Any] = {}  # waitress's socket map: the listening socket, its connections
 
     @property
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError("the front door is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{self._server.effective_host}:{self._server.effective_port}"
 
     def bind(self) -> None:
-        """Take the port (OSError if it is in use); requests queue from here until `start` serves them."""
-        if self._server is None:
-            self._server = _Server(self.address, _make_handler(self))
+        """Take the port (OSError if it is in use); connections queue from here until `start` serves them."""
+        if self._server is not None:
+            return
+        adjustments = Adjustments(
+            host=self.address[0],
+            port=self.address[1],
+            threads=WORKER_THREADS,
+            connection_limit=MAX_CONNECTIONS,
+            backlog=LISTEN_BACKLOG,
+            channel_timeout=IDLE_CONNECTION_SECONDS,
+            cleanup_interval=CHECK_SECONDS,
+            max_request_body_size=MAX_EVENT_BYTES,
+            # poll(2), not select(2), which cannot watch a descriptor numbered past 1024
+            asyncore_use_poll=True,
+            ident="",
+        )
+        self._sockets = {}
+        try:
+            # The workers start with `start`: a door that only binds, or fails to, leaves no thread behind.
+            self._server = _Server(self.wsgi, self._sockets, adj=adjustments, dispatcher=ThreadedTaskDispatcher())
+        except BaseException:
+            wasyncore.close_all(self._sockets)
+            raise
 
     def start(self) -> None:
         self.bind()
         assert self._server is not None
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="canvas-frontdoor", daemon=True
-        )
+        self._server.task_dispatcher.set_thread_count(WORKER_THREADS)
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._serve, args=(self._sockets,), name="canvas-frontdoor", daemon=True)
         self._thread.start()
 
+    def _serve(self, sockets: dict[int, Any]) -> None:
+        try:
+            while not self._stopping.is_set():
+                wasyncore.loop(timeout=CHECK_SECONDS, map=sockets, use_poll=True, count=1)
+        finally:
+            wasyncore.close_all(sockets)  # on this thread, so no poll watches a closed descriptor
+
     def stop(self) -> None:
-        if self._server is None:
+        server = self._server
+        if server is None:
             return
-        if self._thread is not None:  # shutdown() waits for serve_forever, which a bound-only door never ran
-            self._server.shutdown()
+        if self._thread is not None:
+            self._stopping.set()
+            server.pull_trigger()  # wakes the loop at once
             self._thread.join(timeout=10)
-        self._server.server_close()
+        else:
+            wasyncore.close_all(self._sockets)
+        server.task_dispatcher.shutdown(timeout=10)
         self._server = self._thread = None
+
+    # -------------------------------------------------- HTTP
+
+    def wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """The WSGI app waitress serves: the request as the handlers see it, their answer as the client sees it."""
+        method = environ["REQUEST_METHOD"]
+        request = Request(
+            method=method,
+            # PEP 3333 carries the path's bytes as latin-1; the client sent UTF-8.
+            path=environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8", "replace") or "/",
+            query=environ.get("QUERY_STRING", ""),
+            headers=list(environ.get(HEADER_PAIRS, [])),
+            body=environ["wsgi.input"].read(),
+            client_ip=environ.get("REMOTE_ADDR", ""),
+        )
+        response = self.respond(request)
+        headers = [
+            (name, value)
+            for name, value in response.headers
+            if name.lower() not in ("content-length", "transfer-encoding", "connection")
+        ]
+        # The front door's own answers carry a request id too, as API Gateway's gateway responses do.
+        if not any(name.lower() == "x-request-id" for name, _ in headers):
+            headers.append(("X-Request-ID", str(uuid.uuid4())))
+        headers.append(("Content-Length", str(len(response.body))))
+        start_response(f"{response.status} {_reason(response.status)}", headers)
+        LOG.info('%s "%s %s" %d', request.client_ip, method, environ.get("REQUEST_URI", ""), response.status)
+        return [] if method == "HEAD" else [response.body]
 
     # -------------------------------------------------- one request
 
@@ -160,12 +259,17 @@ class FrontDoor:
             self.on_change()
         try:
             match = self.router.match(request.method, request.path)
+        except HttpError as exc:
+            if exc.status == 404 and request.path == "/" and request.method in ("GET", "HEAD"):
+                return Response(302, [("Location", HOME)], b"")
+            return error_response(exc.status, exc.message, exc.headers)
+        try:
             event = self.event(request, match)
             if len(json.dumps(event)) > MAX_EVENT_BYTES:
                 raise HttpError(413, "Request too large: the limit is 6 MB")
             return self.call(match.route.function, event)
         except HttpError as exc:
-            return error_response(exc.status, exc.message)
+            return error_response(exc.status, exc.message, exc.headers)
 
     def call(self, function_name: str, event: dict[str, Any]) -> Response:
         try:
@@ -278,126 +382,111 @@ class Response:
         return cls(result["statusCode"], headers, data)
 
 
-def error_response(status: int, message: str) -> Response:
+def error_response(status: int, message: str, headers: list[tuple[str, str]] | None = None) -> Response:
     body = json.dumps({"success": False, "error": message}).encode("utf-8")
-    return Response(status, [("Content-Type", "application/json")], body)
+    return Response(status, [("Content-Type", "application/json"), *(headers or [])], body)
 
 
-class _Server(ThreadingHTTPServer):
-    """A thread per connection up to MAX_CONNECTIONS; past that, 503 and close, never a reset."""
-
-    daemon_threads = True
-    request_queue_size = LISTEN_BACKLOG
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        super().__init__(*args, **kwargs)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            _answer_busy(request)
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that goes away mid-answer is routine under load, not a traceback.
-        LOG.debug("Connection from %s ended with an error", client_address, exc_info=True)
-
-
-def _answer_busy(connection: Any) -> None:
-    body = json.dumps({"success": False, "error": "Service busy: retry shortly"}).encode("utf-8")
-    head = (
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        f"Retry-After: {RETRY_AFTER_SECONDS}\r\nConnection: close\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
+def _reason(status: int) -> str:
     try:
-        connection.sendall(head.encode("ascii") + body)
-        # Read what the client already sent: closing over unread data would reset the connection and could
-        # destroy the answer before the client reads it.
-        connection.shutdown(socket.SHUT_WR)
-        connection.settimeout(0.05)
-        while connection.recv(65536):
-            pass
-    except OSError:
-        pass
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
 
 
-def _make_handler(front_door: FrontDoor) -> type[BaseHTTPRequestHandler]:
-    class Handler(_RequestHandler):
-        door = front_door
+# ---------------------------------------------------------------- HTTP, served by waitress
 
-    return Handler
+# waitress reads each request whole (head, then body) on its one event-loop thread and only then hands it to a
+# worker, so a client that trickles its bytes holds a connection (a file descriptor), never a worker. The classes
+# below extend its parser, channel, tasks and server (pinned in pyproject.toml for that reason) with what it has
+# no setting for: a deadline on reading a request, the header pairs as sent, and its own errors in the
+# contract's error shape.
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
-    door: FrontDoor
-    protocol_version = "HTTP/1.1"  # keep-alive, as clients expect of API Gateway
-    timeout = IDLE_CONNECTION_SECONDS
+class _Parser(HTTPRequestParser):
+    """waitress's request parser, remembering when the request's first byte came and its headers as sent (waitress
+    upper-cases names and joins repeated headers, which multiValueHeaders must keep apart)."""
 
-    def _handle(self) -> None:
-        url = urlsplit(self.path)
-        try:
-            body = self._read_body()
-        except HttpError as exc:
-            # The unread body would be parsed as the next request.
-            self.close_connection = True
-            self._send(error_response(exc.status, exc.message))
-            return
-        request = Request(
-            method=self.command,
-            path=unquote(url.path) or "/",
-            query=url.query,
-            headers=list(self.headers.items()),
-            body=body,
-            client_ip=self.client_address[0],
+    def __init__(self, adj: Adjustments):
+        super().__init__(adj)
+        self.started = time.monotonic()
+        self.header_pairs: list[tuple[str, str]] = []
+
+    def parse_header(self, header_plus: bytes) -> None:
+        super().parse_header(header_plus)  # raises on a malformed head, which is answered 400
+        for line in get_header_lines(header_plus[header_plus.find(b"\r\n") + 2 :]):
+            match = HEADER_FIELD_RE.match(line)
+            if match:
+                name, value = match.group("name", "value")
+                self.header_pairs.append((name.decode("latin-1"), value.strip(b" \t").decode("latin-1")))
+
+
+class _Task(WSGITask):
+    def get_environment(self) -> dict[str, Any]:
+        environ: dict[str, Any] = super().get_environment()
+        environ[HEADER_PAIRS] = self.request.header_pairs
+        return environ
+
+
+class _ErrorTask(ErrorTask):
+    """What waitress answers itself (a malformed request, a body over the limit, a failure outside the app), in
+    the contract's error shape."""
+
+    def execute(self) -> None:
+        error = self.request.error
+        response = error_response(error.code, _error_message(error.code, error.body))
+        self.status = f"{error.code} {error.reason}"
+        self.response_headers.extend([*response.headers, ("X-Request-ID", str(uuid.uuid4()))])
+        self.set_close_on_finish()
+        self.content_length = len(response.body)
+        self.write(response.body)
+
+
+def _error_message(status: int, detail: str) -> str:
+    if status == 413:
+        return "Request too large: the limit is 6 MB"
+    if status == 431:
+        return "Request header fields too large"
+    if status >= 500:
+        return "Internal server error" if status == 500 else f"Not implemented: {detail}"
+    return f"Bad request: {detail}"
+
+
+class _Channel(HTTPChannel):
+    parser_class = _Parser
+    task_class = _Task
+    error_task_class = _ErrorTask
+
+    def answer_timeout(self) -> None:
+        """Answer 408 and close: the request's head or body did not arrive in time. Called on the event loop's
+        thread when no task is running on this connection, so nothing else writes to it."""
+        if self.request is not None:
+            self.request.close()
+            self.request = None
+        response = error_response(408, "Request timeout: the request did not arrive in time")
+        head = (
+            "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            f"X-Request-ID: {uuid.uuid4()}\r\nContent-Length: {len(response.body)}\r\n\r\n"
         )
-        self._send(self.door.respond(request))
+        data = head.encode("ascii") + response.body
+        with self.outbuf_lock:
+            self.outbufs[-1].append(data)
+            self.current_outbuf_count += len(data)
+            self.total_outbufs_len += len(data)
+        self.close_when_flushed = True
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
 
-    def _read_body(self) -> bytes:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            return self._read_chunked()
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_EVENT_BYTES:
-            raise HttpError(413, "Request too large: the limit is 6 MB")
-        return self.rfile.read(length) if length else b""
+class _Server(TcpWSGIServer):
+    channel_class = _Channel
 
-    def _read_chunked(self) -> bytes:
-        data = bytearray()
-        while True:
-            size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-            if size == 0:
-                self.rfile.readline()  # the blank line after the last chunk
-                return bytes(data)
-            if len(data) + size > MAX_EVENT_BYTES:
-                raise HttpError(413, "Request too large: the limit is 6 MB")
-            data += self.rfile.read(size)
-            self.rfile.readline()
-
-    def _send(self, response: Response) -> None:
-        self.send_response(response.status)
-        # The front door's own answers carry a request id too, as API Gateway's gateway responses do.
-        if not any(name.lower() == "x-request-id" for name, _ in response.headers):
-            self.send_header("X-Request-ID", str(uuid.uuid4()))
-        for name, value in response.headers:
-            if name.lower() not in ("content-length", "transfer-encoding", "connection"):
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(response.body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(response.body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        LOG.info("%s %s", self.address_string(), format % args)
+    def maintenance(self, now: float) -> None:
+        super().maintenance(now)  # closes connections idle for channel_timeout
+        clock = time.monotonic()
+        for channel in list(self.active_channels.values()):
+            request = channel.request
+            if request is None or channel.requests or channel.will_close or channel.close_when_flushed:
+                continue
+            limit = REQUEST_SECONDS if request.headers_finished else HEAD_SECONDS
+            if clock - request.started > limit:
+                LOG.info("%s: request not received within %d s, answered 408", channel.addr[0], limit)
+                channel.answer_timeout()

@@ -4,6 +4,7 @@ function's result or failure becomes the HTTP response."""
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import socket
 import threading
@@ -208,26 +209,143 @@ def test_a_request_no_environment_frees_up_for_gets_429_with_retry_after(monkeyp
     assert ("Retry-After", str(frontdoor.RETRY_AFTER_SECONDS)) in response.headers
 
 
-def test_a_connection_past_the_servers_limit_gets_503_not_a_reset(monkeypatch):
-    # Given a front door that serves one connection at a time, that one held open by a client
-    monkeypatch.setattr(frontdoor, "MAX_CONNECTIONS", 1)
-    door = FrontDoor(ROUTES, {"GetRun": LocalFunction.of("GetRun", echo)}, binary_media_types=[], stage="api")
-    door.start()
-    host, port = door.url.removeprefix("http://").split(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=5) as holder:
-            holder.sendall(b"GET /v1/run/r-1 HTTP/1.1\r\nHost: x\r\n\r\n")
-            assert holder.recv(65536).startswith(b"HTTP/1.1 200")  # kept alive: its thread stays busy
+# ---------------------------------------------------------------- over HTTP
 
-            # When a second client connects and asks
-            with socket.create_connection((host, int(port)), timeout=5) as second:
-                second.sendall(b"GET /v1/run/r-2 HTTP/1.1\r\nHost: x\r\n\r\n")
-                answer_bytes = second.recv(65536)
+
+@pytest.fixture
+def served(door) -> Any:
+    door.start()
+    try:
+        yield door
     finally:
         door.stop()
 
-    # Then it gets an HTTP answer: 503 with Retry-After, in the contract's error shape
-    head, _, body = answer_bytes.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 503")
-    assert b"Retry-After: 1" in head
-    assert json.loads(body) == {"success": False, "error": "Service busy: retry shortly"}
+
+def address(door: FrontDoor) -> tuple[str, int]:
+    host, port = door.url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+def exchange(door: FrontDoor, raw: bytes, timeout: float = 5) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes, read until the server closes, and parse the one answer."""
+    with socket.create_connection(address(door), timeout=timeout) as connection:
+        connection.sendall(raw)
+        data = b""
+        while chunk := connection.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value for name, _, value in (line.partition(": ") for line in lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.mark.parametrize(
+    ("framing", "error"),
+    [
+        (b"Content-Length: -1\r\n\r\n", "Bad request: Content-Length is invalid"),
+        (b"Content-Length: abc\r\n\r\n", "Bad request: Content-Length is invalid"),
+        (b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", "Bad request: Invalid chunk size"),
+    ],
+)
+def test_malformed_framing_is_answered_400_at_once(served, framing, error):
+    # Given a request whose body length cannot be read
+    raw = b"POST /v1/run HTTP/1.1\r\nHost: x\r\n" + framing
+
+    # When it is sent
+    started = time.monotonic()
+    status, headers, body = exchange(served, raw)
+
+    # Then it is answered 400 in the contract's error shape, promptly, and the connection closed
+    assert time.monotonic() - started < 2
+    assert status == 400
+    assert headers["content-type"] == "application/json"
+    assert json.loads(body) == {"success": False, "error": error}
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "allow"),
+    [
+        ("TRACE", "/v1/run", "POST"),
+        ("TRACE", "/v2/nowhere", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+        ("CONNECT", "127.0.0.1:443", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+        ("PROPFIND", "/v1/files/a", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),
+        ("PUT", "/v1/run", "POST"),
+    ],
+)
+def test_a_method_no_route_answers_gets_405_with_allow(served, method, target, allow):
+    # Given a method API Gateway does not route, or one the path's routes do not take (an ANY route included)
+    raw = f"{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+
+    # When it is sent
+    status, headers, body = exchange(served, raw)
+
+    # Then it is answered 405 in the contract's error shape, naming the methods that are served
+    assert status == 405
+    assert headers["allow"] == allow
+    assert json.loads(body) == {"success": False, "error": f"Method not allowed: {method} {target}"}
+
+
+def test_a_request_trickled_past_the_deadline_gets_408_and_is_closed(served, monkeypatch):
+    # Given a front door that wants a request's head within a second
+    monkeypatch.setattr(frontdoor, "HEAD_SECONDS", 1)
+
+    # When a client sends part of a head and no more
+    started = time.monotonic()
+    status, _, body = exchange(served, b"GET /v1/run/r-1 HTTP/1.1\r\nHost:", timeout=10)
+
+    # Then it is answered 408 and the connection closed, within the deadline and a check
+    assert time.monotonic() - started < 1 + frontdoor.CHECK_SECONDS + 1.5
+    assert status == 408
+    assert json.loads(body)["success"] is False
+
+
+def test_get_root_leads_to_the_portal(served):
+    # Given no route for `/`
+    # When a browser opens the root
+    status, headers, _ = exchange(served, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+
+    # Then it is sent to the portal
+    assert status == 302
+    assert headers["location"] == "/portal"
+
+
+def test_headers_arrive_as_sent_and_head_gets_no_body(served):
+    # Given a request with a repeated header and a mixed-case name, and a UTF-8 path
+    raw = (
+        b"GET /v1/files/a%20b/%C3%A9 HTTP/1.1\r\nHost: x\r\nX-Api-KEY: k\r\nAccept: a\r\nAccept: b\r\n"
+        b"Connection: close\r\n\r\n"
+    )
+
+    # When it is sent over HTTP
+    status, _, body = exchange(served, raw)
+
+    # Then the event keeps each value and the name as sent, the client's address, and the decoded path
+    event = json.loads(body)["event"]
+    assert status == 200
+    assert event["multiValueHeaders"]["Accept"] == ["a", "b"]
+    assert event["headers"]["X-Api-KEY"] == "k"
+    assert event["requestContext"]["identity"]["sourceIp"] == "127.0.0.1"
+    assert event["pathParameters"] == {"key": "a b/\u00e9"}
+
+    # And a HEAD request gets the headers alone
+    status, headers, body = exchange(served, raw.replace(b"GET", b"HEAD", 1))
+    assert (status, body) == (200, b"")
+    assert int(headers["content-length"]) > 0
+
+
+def test_a_taken_port_is_refused_at_bind_and_start_stop_leaves_no_thread(served):
+    # Given a front door serving on a port
+    before = threading.active_count()
+    other = FrontDoor(ROUTES, {}, binary_media_types=[], port=address(served)[1])
+
+    # When another binds the same port, Then it is refused with EADDRINUSE and leaves no thread behind
+    with pytest.raises(OSError) as refused:
+        other.bind()
+    assert refused.value.errno == errno.EADDRINUSE
+
+    # And starting and stopping a door again and again leaves no thread behind
+    for _ in range(3):
+        door = FrontDoor(ROUTES, {}, binary_media_types=[])
+        door.start()
+        door.stop()
+    assert threading.active_count() == before
