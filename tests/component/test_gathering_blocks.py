@@ -480,3 +480,25 @@ def test_table_and_list_blocks_serve_structured_content(aws, account, function, 
     )
     assert tabled.sources[0].file_name == "pools.csv"
     assert listed.status.value == "completed" and listed.content.split("\n\n", 1)[1].startswith("- ")
+
+
+def test_a_csv_with_a_bare_carriage_return_is_read_as_a_spreadsheet_reads_it(aws, account, function, context):
+    # Given a CSV whose unquoted field holds a bare CR, read by a file-block and tabulated downstream
+    run = new_run(account, uploads={"cr.csv": b"a,b\nx,\ry\n"})
+    upload = run.run.uploads[0]
+    file_node, table = add_nodes(
+        run,
+        {"name": "cr.csv", "type": "file-block", "upload_id": upload.file_id},
+        {"name": "Table", "type": "table-block", "instructions": "Tabulate it"},
+    )
+    table.inputs = [file_node.block_id]
+    Store().put_graph([table], [], run.run.canvas_id)
+
+    # When both run
+    read = run_block(function, context, run, file_node)
+    tabled = run_block(function, context, run, table)
+
+    # Then the CR ends a row, as LF does
+    assert read.status.value == "completed"
+    assert tabled.status.value == "completed"
+    assert tabled.content.endswith("| a | b |\n| --- | --- |\n| x |  |\n| y |  |"), tabled.content

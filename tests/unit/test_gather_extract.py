@@ -165,3 +165,15 @@ def test_exif_fields_are_kept():
     image.save(out, format="JPEG", exif=exif)
     info = image_info("jpg", out.getvalue())
     assert info.details == {"camera make": "Canon", "camera model": "EOS 5D"}
+
+
+@pytest.mark.parametrize(
+    ("data", "rows"),
+    [
+        (b"a,b\nx,\ry\n", "| x |  |\n| y |  |"),  # a bare CR in an unquoted field ends its row
+        (b"a,b\rx,y\rz,w\r", "| x | y |\n| z | w |"),  # an old Mac file: every row ends with CR
+        (b'a,b\r\n"x\ry",z\r\n', "| x y | z |"),  # inside quotes it is a line break in the cell
+    ],
+)
+def test_a_csv_reads_a_bare_carriage_return_as_a_spreadsheet_does(data, rows):
+    assert extract("cr.csv", "csv", data).text().endswith(f"| a | b |\n| --- | --- |\n{rows}")

@@ -47,13 +47,17 @@ class ListItem:
 
 
 def table_from_csv(text: str, caption: str = "") -> Table:
-    """A CSV file's table (its dialect sniffed: comma, semicolon, tab or bar), typed."""
-    sample = text[:8192]
+    """A CSV file's table (its dialect sniffed: comma, semicolon, tab or bar), typed. A bare CR ends a row as LF
+    and CRLF do, outside quotes, as spreadsheets read it (old Mac files end every row so); inside quotes it stays
+    a line break in the cell."""
+    sample = text[:8192].replace("\r\n", "\n").replace("\r", "\n")
     try:
         dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel
-    rows = [row for row in csv.reader(io.StringIO(text), dialect) if any(cell.strip() for cell in row)]
+    # newline="" splits lines at CR, LF and CRLF and leaves them for the reader, which keeps quoted ones.
+    lines = io.StringIO(text, newline="")
+    rows = [row for row in csv.reader(lines, dialect) if any(cell.strip() for cell in row)]
     return table_from_rows(rows, caption)
 
 
