@@ -185,6 +185,26 @@ def test_web_block_refuses_forbidden_addresses(aws, account, function, context, 
     assert web.requests == []
 
 
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://[::169.254.169.254]/latest/meta-data/", "a cloud metadata address"),
+        ("http://[::a9fe:a9fe]/latest/meta-data/", "a cloud metadata address"),
+        ("http://[64:ff9b::a9fe:a9fe]/", "a cloud metadata address"),
+        ("http://255.255.255.255/", "the broadcast address"),
+        ("http://240.1.2.3/", "a reserved address"),
+    ],
+)
+def test_web_block_refuses_metadata_in_ipv6_forms_even_with_private_addresses_allowed(
+    aws, account, function, context, private_allowed, url, reason
+):
+    run = new_run(account)
+    [node] = add_nodes(run, {"name": "Fetch", "type": "web-block", "url": url})
+    message, failed = failing_block(function, context, run, node)
+    assert reason in message
+    assert failed.status.value == "error" and reason in failed.error
+
+
 def test_web_block_refuses_a_name_resolving_to_a_private_address(aws, account, function, context, public_names):
     run = new_run(account)
     [node] = add_nodes(run, {"name": "Intranet", "type": "web-block", "url": "http://intranet.example/wiki"})

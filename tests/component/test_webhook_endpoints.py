@@ -113,6 +113,33 @@ def test_an_endpoint_on_a_refused_address_or_for_unknown_events_is_a_400(queues,
     assert call(function, context, "ping_webhook_endpoint", account.api_key, "not-a-uuid")[0] == 400
 
 
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://[::169.254.169.254]/", "a cloud metadata address"),
+        ("http://[::a9fe:a9fe]/", "a cloud metadata address"),
+        ("http://[::ffff:169.254.169.254]/", "a cloud metadata address"),
+        ("http://[2002:a9fe:a9fe::1]/", "a cloud metadata address"),
+        ("http://255.255.255.255/", "the broadcast address"),
+        ("http://240.0.0.1/", "a reserved address"),
+    ],
+)
+def test_metadata_in_any_form_is_refused_even_with_private_addresses_allowed(
+    queues, account, function, context, monkeypatch, url, reason
+):
+    # Given the operator's opt-in for private receivers
+    monkeypatch.setenv("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "true")
+    settings.reset()
+    private = call(function, context, "create_webhook_endpoint", account.api_key, body={"url": "http://10.0.0.7/"})
+    assert private[0] == 200
+
+    # When an endpoint is registered on a metadata, broadcast or reserved address, however written
+    status, body = call(function, context, "create_webhook_endpoint", account.api_key, body={"url": url})
+
+    # Then it is a 400 saying why
+    assert status == 400 and reason in body["error"], body
+
+
 def test_no_more_than_ten_endpoints_even_when_created_at_once(queues, account, function, context):
     # Given 15 creates racing each other
     results: list[int] = []

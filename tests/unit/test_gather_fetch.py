@@ -110,6 +110,41 @@ def test_allowing_private_addresses_lets_loopback_through_but_never_metadata():
         lenient.check_url("http://[fe80::1]/")
 
 
+ALWAYS_REFUSED = [
+    ("http://[::169.254.169.254]/", "a cloud metadata address"),  # IPv4-compatible
+    ("http://[::a9fe:a9fe]/", "a cloud metadata address"),  # the same, in hex
+    ("http://[::ffff:169.254.169.254]/", "a cloud metadata address"),  # IPv4-mapped
+    ("http://[::ffff:0:a9fe:a9fe]/", "a cloud metadata address"),  # IPv4-translated
+    ("http://[64:ff9b::a9fe:a9fe]/", "a cloud metadata address"),  # NAT64
+    ("http://[64:ff9b:1::a9fe:a9fe]/", "a cloud metadata address"),  # NAT64, local use
+    ("http://[2002:a9fe:a9fe::1]/", "a cloud metadata address"),  # 6to4
+    ("http://[2001:0:4136:e378:8000:63bf:5601:5601]/", "a cloud metadata address"),  # Teredo, client obfuscated
+    ("http://[::a9fe:1]/", "a link-local address"),
+    ("http://[::ffff:a9fe:1]/", "a link-local address"),
+    ("http://255.255.255.255/", "the broadcast address"),
+    ("http://[::ffff:255.255.255.255]/", "the broadcast address"),
+    ("http://240.0.0.1/", "a reserved address"),
+    ("http://[::f000:1]/", "a reserved address"),
+    ("http://0.1.2.3/", "an unspecified address"),
+    ("http://[::ffff:224.0.0.1]/", "a multicast address"),
+]
+
+
+@pytest.mark.parametrize("allow_private", [False, True])
+@pytest.mark.parametrize(("url", "reason"), ALWAYS_REFUSED)
+def test_metadata_broadcast_and_reserved_are_refused_in_every_form_whatever_the_setting(url, reason, allow_private):
+    with pytest.raises(BlockedAddressError) as refused:
+        fetcher(allow_private=allow_private).check_url(url)
+    assert reason in str(refused.value)
+
+
+@pytest.mark.parametrize("host", ["[::10.0.0.1]", "[::ffff:127.0.0.1]", "[64:ff9b::a00:1]", "[2002:a00:1::1]", "[::1]"])
+def test_private_addresses_in_ipv6_forms_follow_the_setting(host):
+    with pytest.raises(BlockedAddressError):
+        fetcher().check_url(f"http://{host}/")
+    fetcher(allow_private=True).check_url(f"http://{host}/")
+
+
 def test_public_addresses_pass():
     assert address_problem(ipaddress.ip_address("93.184.216.34")) is None
     assert address_problem(ipaddress.ip_address("2606:2800:220:1:248:1893:25c8:1946")) is None

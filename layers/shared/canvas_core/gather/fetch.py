@@ -5,7 +5,8 @@ connects (no loopback, private, link-local, cloud metadata, multicast or reserve
 embedded in IPv6 included); the connection goes to an address that was checked, so a second DNS answer
 cannot swap it; each redirect is checked again as a new request. Responses are capped in size and in time,
 and asked for without compression so the cap is the size in memory. An operator may allow private addresses
-(WEB_ALLOW_PRIVATE_ADDRESSES); metadata, link-local, multicast and unspecified addresses stay refused.
+(WEB_ALLOW_PRIVATE_ADDRESSES); metadata, link-local, multicast, unspecified, broadcast and 240.0.0.0/4 addresses
+stay refused, in IPv6 forms that carry them too.
 """
 
 from __future__ import annotations
@@ -44,7 +45,17 @@ METADATA_ADDRESSES = frozenset(
         "192.0.0.192",
     )
 )
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# IPv6 ranges whose last 32 bits are an IPv4 address: IPv4-compatible (::/96, deprecated but still routed by
+# some stacks), IPv4-mapped, IPv4-translated (SIIT), and NAT64's well-known and local-use prefixes.
+_IPV4_IN_LOW_BITS = tuple(
+    ipaddress.ip_network(n) for n in ("::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48")
+)
+_UNSPECIFIED_OR_LOOPBACK = (ipaddress.IPv6Address("::"), ipaddress.IPv6Address("::1"))
+# Refused whatever the settings: "this network" (0.0.0.0 reaches the host itself), and 240.0.0.0/4, reserved,
+# with the limited broadcast address at its end.
+_THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")
+_RESERVED_IPV4 = ipaddress.ip_network("240.0.0.0/4")
+_BROADCAST = ipaddress.IPv4Address("255.255.255.255")
 
 
 class FetchError(Exception):
@@ -94,21 +105,23 @@ def open_connection(address: str, port: int, timeout: float) -> socket.socket:
 
 
 def address_problem(ip: IPAddress, allow_private: bool = False) -> str | None:
-    """Why this address may not be fetched (e.g. "a loopback address"), or None when it may."""
+    """Why this address may not be fetched (e.g. "a loopback address"), or None when it may. An IPv6 address
+    that carries an IPv4 one is judged by that IPv4 address."""
     if isinstance(ip, ipaddress.IPv6Address):
-        embedded = (
-            ip.ipv4_mapped or ip.sixtofour or (ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None)
-        )
+        embedded = embedded_ipv4(ip)
         if embedded is not None:
-            return address_problem(embedded, allow_private)
+            problem = address_problem(embedded, allow_private)
+            return f"{problem} ({embedded} inside an IPv6 address)" if problem else None
     if ip in METADATA_ADDRESSES:
         return "a cloud metadata address"
     if ip.is_link_local:
         return "a link-local address"
-    if ip.is_unspecified:
+    if ip.is_unspecified or ip in _THIS_NETWORK:
         return "an unspecified address"
     if ip.is_multicast:
         return "a multicast address"
+    if ip in _RESERVED_IPV4:
+        return "the broadcast address" if ip == _BROADCAST else "a reserved address"
     if allow_private:
         return None
     if ip.is_loopback:
@@ -119,6 +132,18 @@ def address_problem(ip: IPAddress, allow_private: bool = False) -> str | None:
         return "a private address"
     if not ip.is_global:
         return "a reserved address"
+    return None
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a packet to this IPv6 address reaches through a transition mechanism: IPv4-mapped,
+    IPv4-compatible, IPv4-translated, NAT64, 6to4, Teredo (its client); None for any other address."""
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip not in _UNSPECIFIED_OR_LOOPBACK and any(ip in network for network in _IPV4_IN_LOW_BITS):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
 
 
