@@ -114,10 +114,10 @@ def test_a_run_with_some_failed_blocks_exits_3(service, tmp_path):
     assert "Partial in " in result.err
 
 
-def read_pty(argv: list[str], env: dict[str, str], timeout: float = 120) -> tuple[int, str]:
-    """Run `argv` on a pseudo-terminal 120 columns wide; its exit code and all it wrote, escapes removed."""
+def read_pty(argv: list[str], env: dict[str, str], timeout: float = 120, columns: int = 120) -> tuple[int, str]:
+    """Run `argv` on a pseudo-terminal `columns` wide; its exit code and all it wrote, escapes removed."""
     master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
     chunks, deadline = [], time.monotonic() + timeout
@@ -231,3 +231,34 @@ def test_status_dag_and_tasks_of_a_finished_run(service, tmp_path):
     other = canvas(service, "status", run["run_id"], key=KEY_B)
     assert (other.code, other.err) == (1, f"canvas status: Run not found: {run['run_id']} (404)\n")
     assert canvas(service, "wait", str(uuid.uuid4()), "--out", str(tmp_path)).code == 1
+
+
+def test_on_an_80_column_terminal_the_answer_and_the_runs_fit_and_sources_go_one_per_line(service, tmp_path):
+    # Given a terminal 80 columns wide and notes to summarize (the offline Writer cites the file as a source)
+    notes = tmp_path / "tide-notes.txt"
+    notes.write_text("Spring tides follow the new and full moon.\nNeap tides follow the quarter moons.\n", "utf-8")
+    env = dict(os.environ, CANVAS_BASE_URL=service.base_url, CANVAS_API_KEY=KEY_A, TERM="xterm-256color")
+    env.pop("COLUMNS", None)
+    run = [sys.executable, "-m", "canvas_local.cli", "run", "Summarize my tide notes", "--file", str(notes)]
+    runs = [sys.executable, "-m", "canvas_local.cli", "runs", "--limit", "5"]
+
+    # When `canvas run`, then `canvas runs`, print there
+    code, screen = read_pty([*run, "--out", str(tmp_path / "out")], env, columns=80)
+    listed_code, listed = read_pty(runs, env, columns=80)
+
+    # Then no line is wider than the terminal, and each source of the answer has a line of its own
+    assert code == 0, screen
+    assert max(len(line) for line in screen.splitlines()) <= 80, screen
+    lines = [line.rstrip() for line in screen.replace("\r", "").splitlines()]
+    assert "Sources" in lines, screen
+    legend = lines[len(lines) - 1 - lines[::-1].index("Sources") + 1 :]
+    cited = [line for line in legend if re.match(r"\[\d+\] ", line)]
+    assert cited and legend[0] == cited[0], screen
+    assert "tide-notes.txt" in "\n".join(cited)
+    # And the runs fit: each whole run id, its status and template readable
+    assert listed_code == 0, listed
+    assert max(len(line) for line in listed.splitlines()) <= 80, listed
+    header, first = [line.rstrip() for line in listed.replace("\r", "").splitlines()[:2]]
+    assert header.split() == ["created", "(UTC)", "status", "template", "run"]
+    row = r"\d{4}-\d\d-\d\d \d\d:\d\d  (completed|partial|failed|running) +\w+ +[0-9a-f-]{36}$"
+    assert re.match(row, first), listed

@@ -11,6 +11,8 @@ import re
 CITATION = re.compile(r"\[(\d{1,3})\]")
 MATERIAL_MARK = "\n\nMaterial:\n"
 LEGEND_MARK = "\n\nSources:\n"
+# The heading of the numbered sources an answer ends with, on a line of its own after a blank line.
+ANSWER_SOURCES_MARK = "\n\nSources\n"
 # Lines blocks write for each other or about their own work, never for a reader of a deliverable: the offline
 # provider's notice and scaffolding, the column types above a table, image metadata, how a file was drawn or
 # built, what a search ran. Writers do not pick them as points and deliverables drop them.

@@ -28,6 +28,7 @@ from rich.markdown import Markdown
 from rich.markup import escape
 
 from canvas_core.models.catalog import BlockType, Template
+from canvas_core.prompt_format import ANSWER_SOURCES_MARK
 from canvas_local.client.downloads import download_artifact
 from canvas_local.client.http import CanvasClient, CanvasError
 from canvas_local.client.progress import RunProgress
@@ -275,7 +276,14 @@ def _print_outcome(run: dict[str, Any]) -> None:
         console = Console()
         # Rendered on a terminal; elsewhere (a file, a pipe) the markdown itself, which is what a file wants.
         if console.is_terminal:
-            console.print(Markdown(output))
+            # The sources a line each: markdown would join the lines of the list into one paragraph.
+            body, heading, sources = output.rpartition(ANSWER_SOURCES_MARK)
+            console.print(Markdown(body if heading else output))
+            if heading:
+                console.print()
+                console.print(heading.strip(), style="bold")
+                for line in sources.strip("\n").splitlines():
+                    console.print(line, markup=False, highlight=False)
         else:
             print(output.rstrip("\n"))
     err = Console(stderr=True)
@@ -355,7 +363,8 @@ def list_runs(args: argparse.Namespace) -> int:
     console = Console()
     console.print(runs_table(page, console.width))
     if page.get("next_cursor"):
-        _say(f"More: canvas runs --cursor {page['next_cursor']}")
+        # The cursor on a line of its own, after a shell line continuation: an 80-column terminal does not break it.
+        _say(f"More: canvas runs --cursor \\\n  {page['next_cursor']}")
     return EXIT_OK
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -150,19 +151,47 @@ def run_table(run: dict[str, Any]) -> Table:
     return table
 
 
-def runs_table(page: dict[str, Any], width: int = 80) -> Table:
-    """A page of runs; on a terminal narrower than 120 columns each prompt goes on a line of its own."""
-    wide = width >= 120
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("created (UTC)", "status", "run", "template", *(["prompt"] if wide else [])):
-        table.add_column(column, no_wrap=True, overflow="ellipsis")
+# Widths of the runs listing's fixed columns: a minute in UTC, the longest status and template, a whole run id (so
+# that it can be pasted into `canvas status` and the rest). Together with two spaces between them: 80 columns.
+RUN_COLUMNS = (("created (UTC)", 16), ("status", 9), ("template", 13), ("run", 36))
+
+
+def runs_table(page: dict[str, Any], width: int = 80) -> RenderableType:
+    """A page of runs. From 120 columns, one line a run with its prompt; narrower, the prompt goes on a line of its
+    own under the run, indented; under 80 columns, the run id too. Every id is shown whole."""
+    if width >= 120:
+        table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
+        for name, column_width in RUN_COLUMNS:
+            table.add_column(name, no_wrap=True, min_width=column_width, max_width=column_width)
+        table.add_column("prompt", no_wrap=True, overflow="ellipsis", ratio=1)
+        for run in page.get("runs", []):
+            prompt = Text(_clip(run.get("prompt", ""), 200), style="dim", no_wrap=True, overflow="ellipsis")
+            table.add_row(*_run_fields(run), prompt)
+        return table
+    fields = RUN_COLUMNS if width >= 80 else RUN_COLUMNS[:3]
+    lines = [Text("  ".join(name.ljust(w) for name, w in fields).rstrip(), style="bold")]
     for run in page.get("runs", []):
-        prompt = Text(_clip(run.get("prompt", ""), 200), style="dim")
-        row = [run["created_at"].replace("T", " ")[:16], _status(run["status"]), run["run_id"], run["template_used"]]
-        table.add_row(*row, *([prompt] if wide else []))
-        if not wide:
-            table.add_row("", "", prompt, "")
-    return table
+        cells = _run_fields(run)
+        line = Text()
+        for (_, column_width), cell in zip(fields, cells, strict=False):
+            text = Text.from_markup(cell)
+            line.append_text(text)
+            line.append(" " * (column_width - len(text.plain) + 2))
+        line.rstrip()
+        lines.append(line)
+        if width < 80:
+            lines.append(Text("  " + run["run_id"]))
+        lines.append(Text("  " + _clip(run.get("prompt", ""), max(width - 2, 10)), style="dim"))
+    return Group(*lines)
+
+
+def _run_fields(run: dict[str, Any]) -> list[str]:
+    return [
+        run["created_at"].replace("T", " ")[:16],
+        _status(run["status"]),
+        escape(run.get("template_used", "")),
+        run["run_id"],
+    ]
 
 
 def _clip(text: str, length: int) -> str:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from canvas_core.models.items import NodeItem, Source
-from canvas_core.prompt_format import CITATION, LEGEND_MARK, MATERIAL_MARK
+from canvas_core.prompt_format import ANSWER_SOURCES_MARK, CITATION, LEGEND_MARK, MATERIAL_MARK
 
 SOURCES_HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)?sources:?(?:\*\*)?:?\s*$", re.IGNORECASE)
 SOURCE_LINE = re.compile(r"^\s*(?:\[\d{1,3}\]|\d{1,3}\.)\s+\S")
@@ -111,4 +111,5 @@ def sources_list(sources: list[Source]) -> str:
     """The numbered list of sources an answer ends with."""
     if not sources:
         return ""
-    return "Sources\n" + "\n".join(f"[{n}] {describe(s)}" for n, s in enumerate(sources, start=1))
+    heading = ANSWER_SOURCES_MARK.lstrip("\n")
+    return heading + "\n".join(f"[{n}] {describe(s)}" for n, s in enumerate(sources, start=1))
