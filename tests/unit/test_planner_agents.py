@@ -193,6 +193,16 @@ def test_the_estimate_follows_the_longest_path_of_the_typical_canvas():
     assert estimate("excel", None, 0) == PLAN_MS + path_ms(B.PROMPT, B.TEXT, B.EXCEL) + FINALIZE_MS
 
 
+def test_with_the_offline_provider_the_estimate_is_seconds_not_minutes():
+    # Given the offline provider, which calls no model
+    for template in ("auto", "report", "deep_research", "slides"):
+        offline = estimate(template, None, 1, offline=True)
+        # Then the estimate is a few seconds, and still longer for a longer canvas
+        assert 1_000 <= offline <= 5_000, (template, offline)
+        assert offline < estimate(template, None, 1) / 20
+    assert estimate("deep_research", None, 0, offline=True) > estimate("auto", None, 0, offline=True)
+
+
 def test_the_estimate_grows_with_files_and_follows_explicit_blocks():
     assert estimate("auto", None, 3) - estimate("auto", None, 0) == 3 * PER_FILE_MS
     explicit = estimate("report", ["prompt-block", "text-block"], 0)

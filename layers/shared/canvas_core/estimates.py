@@ -53,7 +53,15 @@ def estimate_credits(template: str, blocks: list[str] | None, file_count: int) -
     return CREDITS_PER_BLOCK * (1 + len(steps) + file_count)
 
 
-def estimate_duration_ms(template: str, blocks: list[str] | None, file_count: int) -> int:
+# With the offline provider no model is called: a block takes milliseconds, and the run's time is the state machine's
+# own (a Lambda and a few transitions per block on the embedded stack).
+OFFLINE_PLAN_MS = 500
+OFFLINE_BLOCK_MS = 300
+OFFLINE_PER_FILE_MS = 200
+OFFLINE_FINALIZE_MS = 200
+
+
+def estimate_duration_ms(template: str, blocks: list[str] | None, file_count: int, offline: bool = False) -> int:
     from canvas_core.agents.checks import constraint_for
     from canvas_core.agents.rules import rule_steps
 
@@ -61,5 +69,9 @@ def estimate_duration_ms(template: str, blocks: list[str] | None, file_count: in
     finish: dict[str, int] = {}
     for step in steps:  # in run order: each step after its inputs
         start = max((finish[i] for i in step.inputs if i in finish), default=0)
-        finish[step.id] = start + BLOCK_MS[BlockType(step.type)] + PER_BLOCK_OVERHEAD_MS
-    return PLAN_MS + max(finish.values(), default=0) + PER_FILE_MS * file_count + FINALIZE_MS
+        took = OFFLINE_BLOCK_MS if offline else BLOCK_MS[BlockType(step.type)] + PER_BLOCK_OVERHEAD_MS
+        finish[step.id] = start + took
+    longest = max(finish.values(), default=0)
+    if offline:
+        return OFFLINE_PLAN_MS + longest + OFFLINE_PER_FILE_MS * file_count + OFFLINE_FINALIZE_MS
+    return PLAN_MS + longest + PER_FILE_MS * file_count + FINALIZE_MS

@@ -40,7 +40,7 @@ from canvas_core.models.base import Model
 from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus, Template
 from canvas_core.models.items import CanvasItem, RunError, RunItem, RunSummaryItem, Upload
 from canvas_core.observability import count, logger
-from canvas_core.settings import api_settings
+from canvas_core.settings import api_settings, provider_settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
@@ -94,7 +94,9 @@ def create_run(
         agent_instructions=request.agent_instructions,
         uploads=uploads,
         created_at_ms=now_ms(),
-        estimated_duration_ms=estimate_duration_ms(request.template, request.blocks, len(uploads)),
+        estimated_duration_ms=estimate_duration_ms(
+            request.template, request.blocks, len(uploads), offline=provider_settings().model_provider == "offline"
+        ),
     )
     canvas = CanvasItem(canvas_id=canvas_id, account_id=account_id, run_id=run_id, canvas_name=canvas_name(run.prompt))
     # Credits set aside for the run as it is admitted: what it is expected to spend, at most the balance. Its blocks
