@@ -51,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="runs one account may have running at once; the next create gets 429 (default: the template's, 10)",
     )
     serve.add_argument(
+        "--retention-days",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="days runs, canvases, tasks, idempotency records and files are kept; expired ones are swept as DynamoDB "
+        "TTL and the S3 lifecycle rules remove them on AWS (default: the template's DataRetentionDays, 90)",
+    )
+    serve.add_argument(
         "--function-concurrency",
         type=_positive,
         default=DEFAULT_CONCURRENCY,
@@ -130,6 +138,7 @@ def serve(args: argparse.Namespace) -> int:
         function_concurrency=args.function_concurrency,
         state_dir=args.state_dir,
         faults=faults,
+        retention_days=args.retention_days,
     )
     try:
         stack.start()

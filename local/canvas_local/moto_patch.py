@@ -12,7 +12,11 @@ only the touched items for the rollback.
 
 moto ignores TransactWriteItems' `ClientRequestToken`; DynamoDB applies a transaction with a given token once in ten
 minutes and answers a repeat with success (or `IdempotentParameterMismatchException` when its items differ), which is
-what makes a retry after an unknown outcome safe. The handler keeps the tokens it applied for those ten minutes.
+what makes a retry after an unknown outcome safe. The handler keeps the tokens it applied for those ten minutes, each
+with a hash of its request.
+
+moto keeps every model object it ever makes (each DynamoDB item version, S3 key, SQS message) in a class-wide list
+for its dashboard, so memory grew with every write; objects live as long as the backend holds them instead.
 
 Step Functions holds a state's data to 256 KB. moto fails a task whose result is larger, or a state whose output is,
 with `States.DataLimitExceeded`, but lets a task whose input (after Parameters) is larger run, and its `States.ALL`
@@ -51,6 +55,7 @@ import contextlib
 import copy
 import copyreg
 import functools
+import hashlib
 import inspect
 import json
 import queue
@@ -67,6 +72,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from moto import backends as moto_backends
 from moto.core import responses as moto_responses
+from moto.core.common_models import BaseModel
 from moto.core.exceptions import JsonRESTError
 from moto.core.responses import ActionResult, BaseResponse
 from moto.core.serialize import JSONSerializer
@@ -349,7 +355,9 @@ def _idempotent_transact_write_items(self: DynamoHandler) -> Any:
     token = self.body.get("ClientRequestToken")
     if not token:
         return _ORIGINAL_TRANSACT_HANDLER(self)
-    digest = json.dumps({k: v for k, v in self.body.items() if k != "ClientRequestToken"}, sort_keys=True)
+    # Kept as a hash: the request's text, held for ten minutes per transaction, was a run's largest share of memory.
+    request = json.dumps({k: v for k, v in self.body.items() if k != "ClientRequestToken"}, sort_keys=True)
+    digest = hashlib.sha256(request.encode("utf-8")).hexdigest()
     now = time.monotonic()
     with _tokens_lock:
         for old in [t for t, (_, at) in _applied_tokens.items() if now - at > TOKEN_WINDOW_SECONDS]:
@@ -562,6 +570,28 @@ def forget_ended_executions(keep: int, account_id: str, region: str) -> int:
             executions[:] = [e for e in executions if id(e) not in gone]
             dropped += len(gone)
     return dropped
+
+
+# ---------------------------------------------------------------- model objects moto keeps forever
+
+_ORIGINAL_MODEL_NEW = BaseModel.__dict__["__new__"]
+
+
+def install_untracked_models() -> None:
+    """moto's `BaseModel.__new__` appends every model object it ever makes to its class's `instances_tracked`
+    (read only by moto's /moto-api/data dashboard and, for S3 keys, by a reset), so every DynamoDB `Item`
+    (a copy per write, its old versions, a transaction's rollback copies), S3 key and SQS message stays in memory
+    for the life of the process, stored or not: most of what a run left behind. Objects are made untracked
+    instead, and live as long as the backend holds them. Process-wide and idempotent."""
+    BaseModel.__new__ = staticmethod(_untracked_new)  # type: ignore[assignment]
+
+
+def uninstall_untracked_models() -> None:
+    BaseModel.__new__ = _ORIGINAL_MODEL_NEW  # type: ignore[assignment]
+
+
+def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    return super(BaseModel, cls).__new__(cls)  # what moto's makes, without the append
 
 
 # ---------------------------------------------------------------- work done once, not per request

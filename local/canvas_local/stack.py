@@ -29,6 +29,7 @@ from canvas_local.frontdoor import FrontDoor
 from canvas_local.lambda_runtime import ACCOUNT_ID, DEFAULT_CONCURRENCY, REGION, LocalFunction
 from canvas_local.moto_server import MotoServer
 from canvas_local.queues import QueuePollers
+from canvas_local.retention import RetentionSweeper, expiration_rules
 from canvas_local.state_dir import StateDir, runs_left_running
 from canvas_local.template import FunctionSpec, Template, TemplateError, bucket_name
 
@@ -95,9 +96,13 @@ class LocalStack:
         function_concurrency: int = DEFAULT_CONCURRENCY,
         state_dir: Path | str | None = None,
         faults: Faults | None = None,
+        retention_days: int | None = None,
     ):
         if provider not in PROVIDERS:
             raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}")
+        if retention_days is not None:
+            # What the functions write as `expires_at` and what the lifecycle rules say: the sweep removes both.
+            parameter_overrides = {**(parameter_overrides or {}), "DataRetentionDays": str(retention_days)}
         self.template = Template(template, parameter_overrides)
         self.function_concurrency = function_concurrency
         self.state_dir = Path(state_dir) if state_dir is not None else None
@@ -129,6 +134,8 @@ class LocalStack:
         self._snapshots: _Snapshots | None = None
         self._restored_items = False
         self._calls: iam_calls.CallHook | None = None
+        # What DynamoDB's TTL and S3's lifecycle rules remove on AWS, removed here (canvas_local.retention).
+        self.retention: RetentionSweeper | None = None
 
     # -------------------------------------------------- what clients and tests need
 
@@ -223,6 +230,7 @@ class LocalStack:
         try:
             moto_patch.install_backend_locks()
             moto_patch.install_caches()
+            moto_patch.install_untracked_models()
             self._start_moto()
             environments = self._apply_environment(specs)
             self.functions.update(
@@ -240,6 +248,7 @@ class LocalStack:
             self._start_watcher()
             self._restore_state()
             self._seed_accounts()
+            self._start_retention()
             self._inject_faults()
             self._front_door.start()
             if self._snapshots is not None:
@@ -266,6 +275,9 @@ class LocalStack:
         if self._snapshots is not None:
             self._snapshots.stop()
             self._snapshots = None
+        if self.retention is not None:
+            self.retention.stop()
+            self.retention = None
         if self._queues is not None:
             with contextlib.suppress(Exception):  # moto's server already gone: nothing can be delivered
                 self._queues.drain(WEBHOOK_DRAIN_SECONDS)
@@ -287,6 +299,7 @@ class LocalStack:
             moto_patch.reset_backends(self.endpoint_url)
             self._moto.stop()
             self._moto = None
+        moto_patch.uninstall_untracked_models()
         moto_patch.release_finished_threads()
         self._restore_environment()
         gc.unfreeze()
@@ -310,6 +323,11 @@ class LocalStack:
         self._queues.provision()
         self.queue_urls = dict(self._queues.queue_urls)
         self._queues.start()
+
+    def _start_retention(self) -> None:
+        ttl_tables = {table.name: table.ttl_attribute for table in self.template.tables() if table.ttl_attribute}
+        self.retention = RetentionSweeper(self.client, ttl_tables, expiration_rules(self.template))
+        self.retention.start()
 
     def _state_changed(self) -> None:
         if self._snapshots is not None:

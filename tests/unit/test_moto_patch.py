@@ -993,3 +993,73 @@ def test_an_idle_task_thread_ends(monkeypatch):
     # Then its thread has ended and is no longer offered to the next task
     assert all(t.ident != ident for t in threading.enumerate())
     assert all(runner.ident != ident for runner in moto_patch.TaskThread._idle)
+
+
+# ---------------------------------------------------------------- what a run leaves in memory
+
+
+def test_model_objects_moto_makes_are_tracked_by_the_constructor_the_patch_replaces():
+    # Given moto's BaseModel
+    from moto.core.common_models import BaseModel
+    from moto.dynamodb.models.dynamo_type import Item
+
+    # When its constructor's code is read
+    # Then it still appends every object to its class's `instances_tracked`, which the patch leaves out
+    assert isinstance(moto_patch._ORIGINAL_MODEL_NEW, staticmethod)
+    assert "instances_tracked" in moto_patch._ORIGINAL_MODEL_NEW.__func__.__code__.co_names
+    assert isinstance(Item.instances_tracked, list)
+    assert BaseModel.__dict__["__new__"] is moto_patch._ORIGINAL_MODEL_NEW
+
+
+def test_items_written_over_are_freed_once_untracked(transactions_table):
+    # Given untracked model objects
+    import gc
+    import weakref
+
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    moto_patch.install_untracked_models()
+    try:
+        table = dynamodb_backends["123456789012"]["us-east-1"].get_table("t")
+        transactions_table.put_item(TableName="t", Item={"k": {"S": "a"}, "n": {"N": "0"}})
+        first = weakref.ref(table.items[DynamoType({"S": "a"})])
+        # When the item is written over, and over again through updates
+        for n in range(1, 20):
+            transactions_table.update_item(
+                TableName="t",
+                Key={"k": {"S": "a"}},
+                UpdateExpression="SET n = :n",
+                ExpressionAttributeValues={":n": {"N": str(n)}},
+            )
+        transactions_table.put_item(TableName="t", Item={"k": {"S": "a"}, "n": {"N": "20"}})
+        gc.collect()
+        # Then the first version is gone, and the table answers the last
+        assert first() is None
+        assert _items(transactions_table)["a"]["n"] == {"N": "20"}
+    finally:
+        moto_patch.uninstall_untracked_models()
+
+
+def test_a_repeated_transaction_token_answers_success_once_and_a_different_request_a_mismatch(
+    transactions_table,
+):
+    # Given transaction tokens honoured
+    moto_patch.install_transaction_tokens()
+    try:
+        put = [{"Put": {"TableName": "t", "Item": {"k": {"S": "a"}, "n": {"N": "1"}}}}]
+        transactions_table.transact_write_items(TransactItems=put, ClientRequestToken="token-1")
+        transactions_table.put_item(TableName="t", Item={"k": {"S": "a"}, "n": {"N": "2"}})
+        # When the same request comes again with its token
+        transactions_table.transact_write_items(TransactItems=put, ClientRequestToken="token-1")
+        # Then it is answered without being applied again
+        assert _items(transactions_table)["a"]["n"] == {"N": "2"}
+        # And a different request with that token is refused
+        other = [{"Put": {"TableName": "t", "Item": {"k": {"S": "b"}}}}]
+        with pytest.raises(ClientError) as refused:
+            transactions_table.transact_write_items(TransactItems=other, ClientRequestToken="token-1")
+        assert refused.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
+        # And what is kept per token is a hash, whatever the request's size
+        assert {len(digest) for digest, _ in moto_patch._applied_tokens.values()} == {64}
+    finally:
+        moto_patch.uninstall_transaction_tokens()
