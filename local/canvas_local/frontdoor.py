@@ -4,6 +4,7 @@ proxy event, calls the function whose `Api` event matches the method and path, a
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import threading
@@ -207,7 +208,10 @@ class FrontDoor:
     def _serve(self, sockets: dict[int, Any]) -> None:
         try:
             while not self._stopping.is_set():
-                wasyncore.loop(timeout=CHECK_SECONDS, map=sockets, use_poll=True, count=1)
+                try:
+                    wasyncore.loop(timeout=CHECK_SECONDS, map=sockets, use_poll=True, count=1)
+                except Exception:  # one connection's failure must not stop the door
+                    LOG.exception("The front door's event loop failed; it goes on")
         finally:
             wasyncore.close_all(sockets)  # on this thread, so no poll watches a closed descriptor
 
@@ -217,7 +221,8 @@ class FrontDoor:
             return
         if self._thread is not None:
             self._stopping.set()
-            server.pull_trigger()  # wakes the loop at once
+            with contextlib.suppress(OSError):  # OSError: the loop has ended and closed its trigger
+                server.pull_trigger()  # wakes the loop at once
             self._thread.join(timeout=10)
         else:
             wasyncore.close_all(self._sockets)
@@ -480,11 +485,16 @@ class _Server(TcpWSGIServer):
     channel_class = _Channel
 
     def maintenance(self, now: float) -> None:
-        super().maintenance(now)  # closes connections idle for channel_timeout
+        """waitress's own (close connections idle for channel_timeout), and the read deadlines."""
         clock = time.monotonic()
         for channel in list(self.active_channels.values()):
+            if channel.requests or channel.will_close or channel.close_when_flushed:
+                continue
+            if channel.last_activity < now - self.adj.channel_timeout:
+                channel.will_close = True
+                continue
             request = channel.request
-            if request is None or channel.requests or channel.will_close or channel.close_when_flushed:
+            if request is None:
                 continue
             limit = REQUEST_SECONDS if request.headers_finished else HEAD_SECONDS
             if clock - request.started > limit:
