@@ -156,7 +156,7 @@ class FrontDoor:
         on_change: Callable[[], None] | None = None,
     ):
         self.router = Router(routes)
-        self.on_change = on_change  # told of every request that may change state (not GET or HEAD)
+        self.on_change = on_change  # told of every request that may change state (POST, PUT, PATCH, DELETE)
         self.functions = functions
         self.binary_media_types = binary_media_types
         self.stage = stage
@@ -260,7 +260,7 @@ class FrontDoor:
     # -------------------------------------------------- one request
 
     def respond(self, request: Request) -> Response:
-        if self.on_change is not None and request.method not in ("GET", "HEAD", "OPTIONS"):
+        if self.on_change is not None and request.method in ("POST", "PUT", "PATCH", "DELETE"):
             self.on_change()
         try:
             match = self.router.match(request.method, request.path)

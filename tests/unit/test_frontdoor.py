@@ -262,6 +262,16 @@ def test_malformed_framing_is_answered_400_at_once(served, framing, error):
     assert json.loads(body) == {"success": False, "error": error}
 
 
+def test_a_body_declared_over_six_megabytes_is_answered_413_before_it_is_read(served):
+    # Given a request declaring a body larger than Lambda takes, none of it sent
+    raw = f"POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Length: {7 * 1024 * 1024}\r\n\r\n".encode()
+
+    # When it is sent, Then it is refused at once, in the contract's error shape
+    status, _, body = exchange(served, raw)
+    assert status == 413
+    assert json.loads(body) == {"success": False, "error": "Request too large: the limit is 6 MB"}
+
+
 @pytest.mark.parametrize(
     ("method", "target", "allow"),
     [
