@@ -102,8 +102,15 @@ from moto.dynamodb.responses import DynamoHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.s3.responses import S3Response
 from moto.stepfunctions.parser import utils as sfn_utils
-from moto.stepfunctions.parser.api import ExecutionStatus, HistoryEventType, TaskFailedEventDetails
+from moto.stepfunctions.parser.api import (
+    ExecutionFailedEventDetails,
+    ExecutionStatus,
+    HistoryEventType,
+    TaskFailedEventDetails,
+)
+from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
     FailureEvent,
     FailureEventException,
@@ -123,6 +130,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.inli
     InlineIterationComponentEvalInput,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.job import JobPool
+from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl as sfn_branches_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service as sfn_state_task_service,
@@ -319,6 +327,42 @@ def _error_equals(self: ErrorEqualsDecl, env: SfnEnvironment) -> None:
         env.stack.append(False)
         return
     _ORIGINAL_ERROR_EQUALS(self, env)
+
+
+# ---------------------------------------------------------------- Step Functions' StopExecution
+
+_ORIGINAL_SET_STOP = SfnEnvironment.set_stop
+
+
+def install_quiet_stops() -> None:
+    """StopExecution of an execution inside a Map ends it with no error logged. moto's Map iteration reads a
+    stopped frame's error as a failure's details (a dict, `iteration_worker`), but a frame holds the stop's error
+    string, so a Map whose Catch matched the aborted iteration failed with AttributeError ("'str' object has no
+    attribute 'get'"), which became `States.Runtime`; the Parallel state around it then named that error with
+    `CustomErrorName`, which refuses a `States.` name ("Custom Error Names MUST NOT begin with the prefix
+    'States.'"). A stopped frame now holds the stop as failure details, and a branch's `States.` error keeps its
+    name, as Step Functions reports it."""
+    SfnEnvironment.set_stop = _set_stop  # type: ignore[method-assign]
+    sfn_branches_decl.CustomErrorName = _branch_error_name  # type: ignore[misc, assignment]
+
+
+def uninstall_quiet_stops() -> None:
+    SfnEnvironment.set_stop = _ORIGINAL_SET_STOP  # type: ignore[method-assign]
+    sfn_branches_decl.CustomErrorName = CustomErrorName  # type: ignore[misc]
+
+
+def _set_stop(self: SfnEnvironment, stop_date: Any, cause: str | None, error: Any) -> None:
+    if self.is_frame() and not isinstance(error, dict):
+        error = ExecutionFailedEventDetails(error=error or "", cause=cause or "")
+    _ORIGINAL_SET_STOP(self, stop_date=stop_date, cause=cause, error=error)
+
+
+def _branch_error_name(error_name: str | None) -> ErrorName:
+    if error_name is not None and error_name.startswith("States."):
+        with contextlib.suppress(ValueError):  # a name Step Functions does not define stays custom-like
+            return StatesErrorName.from_name(error_name)
+        return ErrorName(error_name=error_name)
+    return CustomErrorName(error_name=error_name)
 
 
 # ---------------------------------------------------------------- DynamoDB transactions

@@ -244,6 +244,7 @@ class LocalStack:
             self._start_queues()
             moto_patch.install(self._resolve_function)
             moto_patch.install_payload_limits()
+            moto_patch.install_quiet_stops()
             moto_patch.install_item_level_transactions()
             self._start_watcher()
             self._restore_state()
@@ -287,6 +288,7 @@ class LocalStack:
             function.close()
         moto_patch.uninstall(self._resolve_function)
         moto_patch.uninstall_payload_limits()
+        moto_patch.uninstall_quiet_stops()
         if self._calls is not None:
             iam_calls.unwatch(boto3.DEFAULT_SESSION, self._calls)
             self._calls = None

@@ -4,6 +4,8 @@ release, the block runner and the EventBridge rule are the real ones."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 
 import pytest
@@ -13,8 +15,21 @@ from canvas_core.adapters.store import Store
 from canvas_core.auth import authenticate
 from canvas_core.models.api import CreateRunRequest
 from canvas_core.runs import create_run
+from canvas_local import moto_patch
 
 pytestmark = [pytest.mark.statemachine, pytest.mark.timeout(120)]
+
+INTERPRETER_ERRORS = "moto.stepfunctions.parser.asl.component.eval_component"
+
+
+@pytest.fixture
+def interpreter_errors_unlogged():
+    """What canvas serve sets: moto's interpreter logs every failure a state catches as an error."""
+    logger = logging.getLogger(INTERPRETER_ERRORS)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    yield
+    logger.setLevel(level)
 
 
 def run_to_end(stack, prompt: str, timeout: float = 60):
@@ -114,3 +129,31 @@ def test_an_execution_aborted_from_outside_fails_the_run(local_stack):
     assert nodes[0].status.value == "completed"
     assert nodes[2].status.value != "completed"
     nothing_running(created.canvas_id)
+
+
+def test_stopping_the_stack_with_a_run_in_flight_logs_no_error(
+    local_stack_factory, caplog, interpreter_errors_unlogged
+):
+    # Given a run whose second block is still working, among the state machine's Map and Parallel states
+    local_stack = local_stack_factory(api_keys=["sk_canvas_statemachine_test_key"])
+    dag = Dag([Block(0.05), Block(hang=True), Block(0.05)], [(0, 1), (1, 2)])
+    with scripted({"in flight": dag}) as script:
+        account_id = authenticate({"X-API-KEY": local_stack.api_keys[0]})
+        created = create_run(CreateRunRequest(prompt="in flight", template="auto"), account_id)
+        deadline = time.monotonic() + 30
+        while len(script.started) < 2:
+            assert time.monotonic() < deadline, "the slow block never started"
+            time.sleep(0.05)
+
+        # When the stack stops (as on SIGTERM), the block answering while it waits for the execution to end
+        ended: list[str] = []
+        moto_patch.on_execution_end(ended.append)
+        threading.Timer(0.5, script.release).start()
+        with caplog.at_level(logging.INFO):
+            local_stack.stop()
+        moto_patch.remove_execution_listener(ended.append)
+
+    # Then the execution ended, and nothing logged an error on the way
+    assert any(arn.endswith(created.run_id) for arn in ended)
+    errors = [f"{r.name}: {r.getMessage()[:300]}" for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
