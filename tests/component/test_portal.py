@@ -302,3 +302,42 @@ def test_an_attempt_that_got_no_answer_is_listed_through_the_portal(aws, account
 class DiscardingQueue:
     def send(self, message, delay_seconds: float = 0) -> None:
         pass
+
+
+def sign_in_from(function, context, address: str, api_key: str):
+    event = load_event("portal_sign_in")
+    event["requestContext"]["identity"]["sourceIp"] = address
+    headers = {"Host": HOST, "Origin": f"https://{HOST}", "Content-Type": "application/json"}
+    event.update(headers=headers, multiValueHeaders={k: [v] for k, v in headers.items()})
+    event["body"] = json.dumps({"api_key": api_key})
+    return function("portal")(event, context)
+
+
+def test_sign_in_is_refused_for_a_minute_after_ten_wrong_keys_from_one_address(
+    aws, account, function, context, monkeypatch
+):
+    # Given a clock 15 s into a minute, and ten wrong keys from one address, each a 401
+    monkeypatch.setattr("canvas_core.portal.sessions.now_ms", lambda: 1_794_999_975_000)
+    for attempt in range(10):
+        assert sign_in_from(function, context, "198.51.100.7", f"sk_canvas_wrong_{attempt}")["statusCode"] == 401
+
+    # When that address tries again, with a wrong key or the right one
+    wrong = sign_in_from(function, context, "198.51.100.7", "sk_canvas_wrong_again")
+    right = sign_in_from(function, context, "198.51.100.7", account.api_key)
+
+    # Then both are 429 in the error shape, saying when to try again, and no session is opened
+    for response in (wrong, right):
+        assert response["statusCode"] == 429
+        assert header(response, "Retry-After") == "45"
+        body = body_of(response)
+        assert body["success"] is False and "Too many failed sign-ins" in body["error"]
+        assert "Set-Cookie" not in response["multiValueHeaders"]
+
+    # And another address still signs in
+    assert sign_in_from(function, context, "198.51.100.8", account.api_key)["statusCode"] == 200
+
+
+def test_successful_sign_ins_are_not_limited(aws, account, function, context):
+    for _ in range(15):
+        assert sign_in_from(function, context, "198.51.100.9", account.api_key)["statusCode"] == 200
+    assert sign_in_from(function, context, "198.51.100.9", "sk_canvas_wrong")["statusCode"] == 401

@@ -102,3 +102,28 @@ class AccountStore(Store):
             self.ddb.delete_item(
                 TableName=self.settings.portal_sessions_table, Key={"session_hash": {"S": session_hash}}
             )
+
+    # Failed portal sign-ins, counted per client address and window in an item beside the sessions (its key is
+    # never a session's hash: those are hex digests), which the table's TTL removes after its window.
+
+    def sign_in_failures(self, window_key: str) -> int:
+        with dynamodb_errors():
+            found = self.ddb.get_item(
+                TableName=self.settings.portal_sessions_table,
+                Key={"session_hash": {"S": window_key}},
+                ProjectionExpression="failures",
+                ConsistentRead=True,
+            )
+        return int(from_item(found.get("Item", {})).get("failures", 0))
+
+    def add_sign_in_failure(self, window_key: str, expires_at: int) -> int:
+        """One more failed sign-in in the window: the window's count, this one included."""
+        with dynamodb_errors():
+            answer = self.ddb.update_item(
+                TableName=self.settings.portal_sessions_table,
+                Key={"session_hash": {"S": window_key}},
+                UpdateExpression="ADD failures :one SET expires_at = if_not_exists(expires_at, :expires)",
+                ExpressionAttributeValues=expression_values(one=1, expires=expires_at),
+                ReturnValues="UPDATED_NEW",
+            )
+        return int(from_item(answer["Attributes"])["failures"])

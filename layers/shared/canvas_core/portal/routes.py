@@ -99,7 +99,8 @@ def create_portal_app() -> APIGatewayRestResolver:
     def open_session(request: SignInRequest) -> Response[dict[str, Any]]:
         check_same_origin(app.current_event.headers)
         lifetime = api_settings().portal_session_seconds
-        token, opened = sign_in(request.api_key, lifetime)
+        client_address = app.current_event.request_context.identity.source_ip
+        token, opened = sign_in(request.api_key, lifetime, client_address=client_address)
         cookie = Cookie(
             name=SESSION_COOKIE,
             value=token,

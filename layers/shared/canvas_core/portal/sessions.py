@@ -2,7 +2,11 @@
 cookie. Only the token's SHA-256 is stored, with the account, the key signed in with, a CSRF token and an expiry.
 
 A session ends when it expires, when its holder signs out, or when the key it was opened with is revoked.
-State-changing calls need the session's CSRF token in a header, and a same-origin `Origin` when one is sent."""
+State-changing calls need the session's CSRF token in a header, and a same-origin `Origin` when one is sent.
+
+Sign-in is limited per client address: after SIGN_IN_FAILURES_ALLOWED failed attempts within a minute, every
+attempt from that address is refused (429, `Retry-After` the rest of the minute), a right key too, so guessing
+keys gains nothing. The count lives in the sessions table (Lambda environments share no memory)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ from canvas_core.observability import logger
 
 SESSION_COOKIE = "canvas_session"
 CSRF_HEADER = "x-csrf-token"
+SIGN_IN_FAILURES_ALLOWED = 10  # failed sign-ins per client address and window
+SIGN_IN_WINDOW_SECONDS = 60
 
 
 class SignInRequiredError(AuthenticationError):
@@ -42,6 +48,17 @@ class CrossOriginRefusedError(ForbiddenError):
         super().__init__("Refused: the request comes from another origin")
 
 
+class TooManySignInsError(ServiceError):
+    status_code = 429
+
+    def __init__(self, retry_after_seconds: int):
+        super().__init__(
+            f"Too many failed sign-ins from this address: at most {SIGN_IN_FAILURES_ALLOWED} a minute; "
+            f"try again in {retry_after_seconds} seconds"
+        )
+        self.retry_after_seconds = retry_after_seconds
+
+
 @dataclass(frozen=True)
 class Session:
     token_hash: str
@@ -55,12 +72,26 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def sign_in(api_key: str, lifetime_seconds: int, store: AccountStore | None = None) -> tuple[str, Session]:
-    """A new session for the account holding `api_key`: (the cookie's token, the session)."""
+def sign_in(
+    api_key: str, lifetime_seconds: int, store: AccountStore | None = None, client_address: str | None = None
+) -> tuple[str, Session]:
+    """A new session for the account holding `api_key`: (the cookie's token, the session). TooManySignInsError
+    once the client's address has used up its failed attempts for the minute."""
     store = store or AccountStore()
     if not api_key.strip():
         raise BadRequestError("Give an API key to sign in")
-    record = active_key(api_key.strip(), store)
+    now = now_ms() // 1000
+    window = now // SIGN_IN_WINDOW_SECONDS
+    window_ends = (window + 1) * SIGN_IN_WINDOW_SECONDS
+    window_key = f"sign-in#{hash_token(client_address or 'unknown')}#{window}"
+    if store.sign_in_failures(window_key) >= SIGN_IN_FAILURES_ALLOWED:
+        raise TooManySignInsError(window_ends - now)
+    try:
+        record = active_key(api_key.strip(), store)
+    except AuthenticationError:
+        failures = store.add_sign_in_failure(window_key, expires_at=window_ends)
+        logger.warning("Portal sign-in refused", extra={"client_address": client_address, "failures": failures})
+        raise
     token = secrets.token_urlsafe(32)
     session = Session(
         token_hash=hash_token(token),
