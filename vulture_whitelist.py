@@ -103,6 +103,7 @@ _.error_task_class
 _.content_length
 _.current_outbuf_count
 _.total_outbufs_len
+_.maintenance
 
 # Read by the tests: what the embedded stack and its Lambda runtime report, test seams of the moto patch, and
 # the event handler attributes the HTML check collects.
