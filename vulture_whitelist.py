@@ -94,6 +94,9 @@ _.state_credentials
 _.__wrapped__
 _.all_items
 
+# socketserver: the hook its server calls with each accepted connection (canvas_local/moto_server.py's pool).
+_.process_request
+
 # waitress: the classes its server, channel and tasks are built from, and the task state it reads
 # (canvas_local/frontdoor.py extends them).
 _.channel_class
