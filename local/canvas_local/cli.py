@@ -105,6 +105,25 @@ def _positive(text: str) -> int:
 SWITCH_INTERVAL_SECONDS = 0.001
 
 
+# glibc gives each thread that allocates its own malloc arena, up to 8 per core, and an arena's freed pages are
+# reused by its threads only: with the stack's dozens of threads, RSS grew about four times faster than the memory
+# in use (docs/benchmarks.md, "Where a run's memory goes"). Two arenas, as MALLOC_ARENA_MAX=2 would give.
+MALLOC_ARENAS = 2
+_M_ARENA_MAX = -8  # glibc's malloc.h
+
+
+def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
+    """mallopt(M_ARENA_MAX, arenas) for the threads started from now on; False where malloc is not glibc's."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(_M_ARENA_MAX, arenas))
+    except (OSError, AttributeError):
+        return False
+
+
 def serve(args: argparse.Namespace) -> int:
     # A bad fault spec is refused before anything of the process changes.
     try:
@@ -113,6 +132,7 @@ def serve(args: argparse.Namespace) -> int:
         print(f"canvas serve: {ENV_VAR}: {exc}", file=sys.stderr)
         return 2
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+    limit_malloc_arenas()
     stopping = threading.Event()
     # SIGTERM (docker stop, kill) shuts down as cleanly as Ctrl-C; SIGINT is set too, because a process
     # started in the background by a non-interactive shell inherits it ignored.

@@ -87,3 +87,9 @@ def test_serve_with_a_state_dir_it_cannot_read_says_so_in_one_line_and_returns_2
     assert status == 2
     [line] = [line for line in err.splitlines() if line.startswith("canvas serve:")]
     assert str(tmp_path / "snapshot") in line
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_serve_limits_malloc_arenas_on_glibc():
+    # Given glibc's malloc; When the arenas are limited as `serve` limits them; Then glibc accepts it
+    assert cli.limit_malloc_arenas() is True
