@@ -111,6 +111,11 @@ class ExecutionWatcher:
             self._pending += 1
         self._endings.put(execution_arn)
 
+    def undelivered(self) -> int:
+        """Endings notified whose delivery has not finished."""
+        with self._pending_lock:
+            return self._pending
+
     def wait_until_idle(self, timeout: float) -> bool:
         """True once every ending reported so far has been delivered; False if that takes over `timeout`."""
         deadline = time.monotonic() + timeout

@@ -66,8 +66,9 @@ def is_operator_setting(name: str) -> bool:
     return name.startswith(OPERATOR_PREFIXES) or name.endswith("_MODEL_ID") or name in OPERATOR_NAMES
 
 
-# Ended executions moto keeps (with their interpreter state); older ones are forgotten.
-RETAINED_EXECUTIONS = 100
+# Ended executions moto keeps (with their whole interpreter state and history) beyond those whose ending has not
+# been delivered yet; older ones are forgotten (a run's outcome is in DynamoDB).
+RETAINED_EXECUTIONS = 20
 # How often a state directory is written while anything has happened since the last time.
 SNAPSHOT_SECONDS = 60
 # How long `stop` lets runs in flight end through the state machine before ending them itself.
@@ -338,7 +339,9 @@ class LocalStack:
     def _tidy_ended_executions(self) -> None:
         self._state_changed()
         moto_patch.release_finished_threads()
-        moto_patch.forget_ended_executions(RETAINED_EXECUTIONS, ACCOUNT_ID, REGION)
+        # Endings still queued for the watcher are among the newest: they stay until delivered.
+        undelivered = self._watcher.undelivered() if self._watcher is not None else 0
+        moto_patch.forget_ended_executions(RETAINED_EXECUTIONS + undelivered, ACCOUNT_ID, REGION)
 
     def _inject_faults(self) -> None:
         """From here on, AWS's failures at the rates asked for (nothing when none is asked for)."""

@@ -79,3 +79,24 @@ def test_an_ending_of_another_state_machine_is_not_delivered():
     watcher = ExecutionWatcher(FakeSfn(), [EXECUTION["stateMachineArn"]], [rule], lambda f, e: delivered.append(f))
     watcher.deliver_ending("arn:other")
     assert delivered == []
+
+
+def test_undelivered_counts_endings_notified_until_delivered():
+    # Given a watcher whose delivery is held
+    from canvas_local.events import ExecutionWatcher
+
+    release = threading.Event()
+    watcher = ExecutionWatcher(None, [], [], lambda function, event: None)
+    watcher.deliver_ending = lambda arn: release.wait(5)  # type: ignore[method-assign]
+    watcher.start()
+    try:
+        # When two endings are notified
+        watcher.notify("arn:1")
+        watcher.notify("arn:2")
+        # Then both count as undelivered until delivered
+        assert watcher.undelivered() == 2
+        release.set()
+        assert watcher.wait_until_idle(5)
+        assert watcher.undelivered() == 0
+    finally:
+        watcher.stop()
