@@ -947,13 +947,19 @@ def test_a_task_state_starts_its_work_on_the_thread_class_the_patch_replaces():
 
 
 def test_task_threads_run_one_task_at_a_time_each_and_are_kept_for_the_next(monkeypatch):
-    # Given two tasks at once, one of them held
-    held, seen = threading.Event(), []
+    # Given no task thread left idle by earlier tests (each ends after a second without a task)
+    deadline = time.monotonic() + 5
+    while moto_patch.TaskThread._idle and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not moto_patch.TaskThread._idle
+    # and two tasks at once, one of them held
+    held, started, seen = threading.Event(), threading.Event(), []
 
     def task(name):
         def run():
             seen.append((name, threading.get_ident()))
             if name == "held":
+                started.set()
                 held.wait(10)
 
         return run
@@ -967,6 +973,11 @@ def test_task_threads_run_one_task_at_a_time_each_and_are_kept_for_the_next(monk
     first.start()
     second.start()
     second.join(5)
+    assert started.wait(5)
+    # (the quick one's thread goes back to the idle ones just after its task is done)
+    deadline = time.monotonic() + 5
+    while not moto_patch.TaskThread._idle and time.monotonic() < deadline:
+        time.sleep(0.01)
     third = moto_patch.TaskThread(target=task("after"), daemon=True)
     third.start()
     third.join(5)
