@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from canvas_core.errors import NotFoundError
@@ -62,3 +64,23 @@ def test_only_the_portals_own_files_are_served():
     for name in ("../sessions.py", "sessions.py", "__init__.py", ".x.js", "nothing.css", "assets/portal.js"):
         with pytest.raises(NotFoundError):
             asset(name)
+
+
+def test_the_stylesheet_keeps_hidden_elements_hidden_whatever_their_display():
+    # Given the stylesheet, which makes #who a flex box, and the page, whose signed-in parts start hidden
+    css = asset("portal.css")[0].decode()
+    page = asset("portal.html")[0].decode()
+
+    # Then a rule hides every element with the hidden attribute, above any display rule of an id or a class
+    rules = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    assert re.search(r"(^|\})\s*\[hidden\]\s*\{\s*display:\s*none\s*!important;?\s*\}", rules)
+    assert re.search(r"#who\s*\{[^}]*display:\s*flex", rules)
+    for element in ('<div id="who" hidden>', '<div id="signed-in" hidden>'):
+        assert element in page
+
+
+def test_the_portals_tables_scroll_within_their_cards():
+    css = re.sub(r"/\*.*?\*/", "", asset("portal.css")[0].decode(), flags=re.S)
+    page = asset("portal.html")[0].decode()
+    assert re.search(r"\.table-wrap\s*\{[^}]*overflow-x:\s*auto", css)
+    assert page.count("<table>") == page.count('<div class="table-wrap"><table>') == 4

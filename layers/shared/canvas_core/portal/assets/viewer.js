@@ -38,8 +38,10 @@
         svg("title", {}, `${node.name} (${node.type}): ${node.status}`),
         svg("rect", { width: view.node_width, height: view.node_height, rx: 8 }),
         svg("circle", { class: "dot", cx: 14, cy: 18, r: 5 }),
-        svg("text", { x: 26, y: 22 }, shorten(node.name, 21)),
-        svg("text", { class: "kind", x: 14, y: 41 }, shorten(`${node.type} · ${node.status}`, 27)));
+        svg("foreignObject", { x: 26, y: 9, width: view.node_width - 34, height: 18 },
+          el("div", { class: "label", text: node.name })),
+        svg("foreignObject", { x: 14, y: 29, width: view.node_width - 22, height: 18 },
+          el("div", { class: "label kind", text: `${node.type} · ${node.status}` })));
       group.addEventListener("click", () => select(node.id));
       group.addEventListener("keydown", (event) => { if (event.key === "Enter") select(node.id); });
       root.append(group);
@@ -57,7 +59,7 @@
       group.setAttribute("class", `node status-${node.status}${node.id === selected ? " selected" : ""}`);
       group.setAttribute("data-status", node.status);
       group.querySelector("title").textContent = `${node.name} (${node.type}): ${node.status}`;
-      group.querySelector("text.kind").textContent = shorten(`${node.type} · ${node.status}`, 27);
+      group.querySelector(".label.kind").textContent = `${node.type} · ${node.status}`;
     }
   }
 
