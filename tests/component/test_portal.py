@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from canvas_core import settings
 from canvas_core.adapters.store import Store
 from canvas_core.auth import create_account_with_key, hash_api_key
 from canvas_core.keys import key_id_of
@@ -341,3 +342,27 @@ def test_successful_sign_ins_are_not_limited(aws, account, function, context):
     for _ in range(15):
         assert sign_in_from(function, context, "198.51.100.9", account.api_key)["statusCode"] == 200
     assert sign_in_from(function, context, "198.51.100.9", "sk_canvas_wrong")["statusCode"] == 401
+
+
+def test_a_private_webhook_url_is_refused_naming_the_switch_that_allows_it(
+    aws, account, function, context, monkeypatch
+):
+    # Given a deployment that keeps webhook endpoints off private addresses (the default)
+    monkeypatch.delenv("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", raising=False)
+    settings.reset()
+    cookie, csrf = sign_in(function, context, account.api_key)
+
+    # When an endpoint on loopback is added from the portal
+    body = {"url": "http://127.0.0.1:9000/hooks"}
+    response = portal_call(
+        function, context, "POST", "/portal/api/webhook_endpoints", cookie=cookie, csrf=csrf, body=body
+    )
+
+    # Then it is refused, and the answer names the embedded stack's flag and the AWS template parameter
+    assert response["statusCode"] == 400
+    assert body_of(response) == {
+        "success": False,
+        "error": "Invalid url: Refused to fetch 127.0.0.1: a loopback address; private addresses are refused unless "
+        "the operator allows them (canvas serve --webhook-allow-private-addresses on the embedded stack, "
+        "the WebhookAllowPrivateAddresses template parameter on AWS)",
+    }

@@ -157,9 +157,12 @@ class Fetcher:
         resolver: Resolver | None = None,
         connector: Connector | None = None,
         allow_private: bool | None = None,
+        private_opt_in: str | None = None,
     ):
         self.settings = settings or fetch_settings()
         self.allow_private = self.settings.web_allow_private_addresses if allow_private is None else allow_private
+        # How the operator lets private addresses through, named when one is refused.
+        self.private_opt_in = private_opt_in
         # Looked up when built, so a test may replace the module's functions.
         self.resolver = resolver or resolve_host
         self.connector = connector or open_connection
@@ -246,6 +249,8 @@ class Fetcher:
             if problem:
                 named = host if literal is not None else f"{host} (resolves to {address})"
                 hint = "" if self.allow_private else "; private addresses are refused unless the operator allows them"
+                if hint and self.private_opt_in:
+                    hint += f" ({self.private_opt_in})"
                 raise BlockedAddressError(f"Refused to fetch {named}: {problem}{hint}")
         return addresses
 

@@ -134,13 +134,20 @@ def check_url(url: str) -> str:
     return url
 
 
+# Named in the refusal of a private address, so that an operator knows which switch lets it through.
+PRIVATE_OPT_IN = (
+    "canvas serve --webhook-allow-private-addresses on the embedded stack, "
+    "the WebhookAllowPrivateAddresses template parameter on AWS"
+)
+
+
 def delivery_fetcher(resolver: Resolver | None = None, connector: Connector | None = None) -> Fetcher:
     """The web fetcher and its SSRF guard, with the webhook opt-in for private addresses (cloud metadata and
     link-local addresses stay refused even then). Imported here: only the webhook paths need it."""
     from canvas_core.gather.fetch import Fetcher
 
     allow = webhook_settings().allow_private_addresses
-    return Fetcher(resolver=resolver, connector=connector, allow_private=allow)
+    return Fetcher(resolver=resolver, connector=connector, allow_private=allow, private_opt_in=PRIVATE_OPT_IN)
 
 
 def parse_events(events: list[str] | None) -> list[WebhookEventType]:
