@@ -366,3 +366,49 @@ def test_a_private_webhook_url_is_refused_naming_the_switch_that_allows_it(
         "the operator allows them (canvas serve --webhook-allow-private-addresses on the embedded stack, "
         "the WebhookAllowPrivateAddresses template parameter on AWS)",
     }
+
+
+def test_unknown_pages_are_html_404_pages_and_unknown_json_calls_keep_the_error_body(aws, account, function, context):
+    # Given a session
+    cookie, _ = sign_in(function, context, account.api_key)
+
+    # When pages that do not exist are opened, and a JSON call that does not exist is made
+    page = portal_call(function, context, "GET", "/portal/nothing/here", cookie=cookie)
+    anonymous = portal_call(function, context, "GET", "/portal/nothing")
+    call = portal_call(function, context, "GET", "/portal/api/nothing", cookie=cookie)
+
+    # Then the pages are 404 pages in the portal's style, linking back to the portal relative to where they are
+    for response, base in ((page, "../../"), (anonymous, "../")):
+        assert response["statusCode"] == 404
+        assert header(response, "Content-Type") == "text/html; charset=utf-8"
+        assert header(response, "Content-Security-Policy").startswith("default-src 'none'")
+        assert "<h2>Page not found</h2>" in response["body"]
+        assert f'href="{base}portal"' in response["body"]
+        assert f'href="{base}portal/assets/portal.css"' in response["body"]
+    assert "There is no page at /portal/nothing/here." in page["body"]
+    # And the JSON call answers the service's error body
+    assert call["statusCode"] == 404 and header(call, "Content-Type") == "application/json"
+    assert body_of(call) == {"success": False, "error": "Not found: GET /portal/api/nothing"}
+
+
+def test_the_viewer_of_a_missing_or_another_accounts_run_is_an_html_page(aws, account, function, context):
+    # Given a run of another account, and the caller's session
+    other_account, _ = create_account_with_key()
+    theirs = store_run(other_account)
+    missing = str(uuid.uuid4())
+    cookie, _ = sign_in(function, context, account.api_key)
+
+    # When the caller opens it, a run that does not exist, and an id that is no run id
+    for run_id, status, message in (
+        (theirs.run_id, 404, f"Run not found: {theirs.run_id}"),
+        (missing, 404, f"Run not found: {missing}"),
+        ("<b>x", 400, "Invalid run_id: &#x27;&lt;b&gt;x&#x27; is not a UUID"),
+    ):
+        response = portal_call(function, context, "GET", f"/runs/{run_id}", cookie=cookie)
+
+        # Then each is a page saying so, with the way back to the portal, the id shown as text
+        assert response["statusCode"] == status, run_id
+        assert header(response, "Content-Type") == "text/html; charset=utf-8"
+        assert f'<p id="error-message">{message}</p>' in response["body"]
+        assert 'href="../portal"' in response["body"]
+    assert "<b>x" not in response["body"]

@@ -4,7 +4,9 @@ answered with the headers every portal response carries."""
 from __future__ import annotations
 
 from functools import cache
+from html import escape
 from importlib import resources
+from string import Template
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -53,6 +55,15 @@ def asset(name: str) -> tuple[bytes, str]:
 def asset_response(name: str) -> Response[str]:
     data, content_type = asset(name)
     return Response(status_code=200, content_type=content_type, body=data.decode("utf-8"))
+
+
+def error_page(status_code: int, title: str, message: str, path: str) -> Response[str]:
+    """A page saying what could not be shown (assets/error_page.html), with a link back to the portal. Its links are
+    relative to `path`, the request's path, so that they hold under API Gateway's stage prefix too."""
+    base = "../" * max(path.count("/") - 1, 0)
+    page = Template(asset("error_page.html")[0].decode("utf-8"))
+    body = page.substitute(base=base, title=escape(title), message=escape(message))
+    return Response(status_code=status_code, content_type=CONTENT_TYPES[".html"], body=body)
 
 
 def with_security_headers(response: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.shared.cookies import Cookie, SameSite
@@ -20,7 +21,7 @@ from canvas_core.api.app import error_response
 from canvas_core.errors import ServiceError
 from canvas_core.keys import create_key, list_keys, revoke_key
 from canvas_core.models.base import Model
-from canvas_core.portal.pages import asset_response
+from canvas_core.portal.pages import asset_response, error_page
 from canvas_core.portal.sessions import (
     SESSION_COOKIE,
     Session,
@@ -60,6 +61,14 @@ def create_portal_app() -> APIGatewayRestResolver:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return error_response(400, f"Invalid request: {problems}")
 
+    @app.exception_handler(RouteNotFoundError)  # type: ignore[untyped-decorator]
+    def handle_unknown_route(_: RouteNotFoundError) -> Response[Any]:
+        """The pages' JSON keeps the service's error body; any other path is a page a browser opened."""
+        event = app.current_event
+        if event.path.startswith("/portal/api/"):
+            return error_response(404, f"Not found: {event.http_method} {event.path}")
+        return error_page(404, "Page not found", f"There is no page at {event.path}.", event.path)
+
     def session() -> Session:
         return current_session(app.current_event.resolved_cookies_field.get(SESSION_COOKIE))
 
@@ -90,7 +99,11 @@ def create_portal_app() -> APIGatewayRestResolver:
             account_id = session().account_id
         except SignInRequiredError:
             return Response(status_code=303, headers={"Location": "../portal"}, body="")
-        get_run_status(run_id, account_id)  # another account's run is not found
+        try:
+            get_run_status(run_id, account_id)  # another account's run is not found
+        except ServiceError as refused:
+            title = "Run not found" if refused.status_code == 404 else "This run cannot be shown"
+            return error_page(refused.status_code, title, refused.message, app.current_event.path)
         return asset_response("viewer.html")
 
     # ---- session
