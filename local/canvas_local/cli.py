@@ -10,9 +10,11 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from canvas_local import admin
 from canvas_local.client import commands as client_commands
@@ -20,6 +22,9 @@ from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.faults import ENV_VAR, Faults, FaultSpecError
 from canvas_local.faults import from_environment as faults_from_environment
 from canvas_local.lambda_runtime import DEFAULT_CONCURRENCY
+
+if TYPE_CHECKING:
+    from canvas_local.console import Console
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,12 +83,61 @@ def build_parser() -> argparse.ArgumentParser:
         help="AWS's failures at these rates, e.g. transaction_conflict=0.2,throttle=0.05,gsi_lag_ms=500,"
         "lambda_error=0.02 (default: $CANVAS_INJECT_FAULTS, else none)",
     )
+    serve.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        default="console",
+        help="console: a line per run start and end, warnings and errors, the functions' JSON logs and metrics in "
+        "--log-file; json: every JSON log and metric line on standard output (default console)",
+    )
+    serve.add_argument(
+        "--log-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"where the console format appends the JSON logs and metrics (default: {LOG_FILE_NAME} in --state-dir, "
+        "else in the temporary directory)",
+    )
     serve.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE, help=argparse.SUPPRESS)
     # create-account, grant-credits, create-key, list-keys, revoke-key: a deployment's tables (canvas_local/admin.py)
     admin.register(commands)
     # run, wait, status, download, runs, dag, tasks: a running service, over HTTP (canvas_local/client/)
     client_commands.register(commands)
     return parser
+
+
+LOG_FILE_NAME = "canvas-serve.log"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def log_file_of(args: argparse.Namespace) -> Path:
+    if args.log_file is not None:
+        return Path(args.log_file)
+    return (args.state_dir or Path(tempfile.gettempdir())) / LOG_FILE_NAME
+
+
+def configure_output(args: argparse.Namespace) -> tuple[TextIO, Console | None, Path | None]:
+    """Where `canvas serve` writes: with --log-format json, everything to standard output and standard error as
+    they are; else the functions' JSON lines (Powertools writes them to `sys.stdout`) and the stack's own log to the
+    log file, and a person's console on standard output. The stream the start lines go to, the console, the file."""
+    from canvas_local.console import Console, JsonLog, OneLineFormatter
+
+    if args.log_format == "json":
+        logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+        return sys.stdout, None, None
+    path = log_file_of(args)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (open until the process ends)
+    terminal = sys.stdout
+    console = Console(terminal)
+    sys.stdout = JsonLog(log, console)
+    to_file = logging.StreamHandler(log)
+    to_file.setFormatter(logging.Formatter(LOG_FORMAT))
+    to_console = logging.StreamHandler(sys.stderr)
+    to_console.setLevel(logging.WARNING)
+    to_console.setFormatter(OneLineFormatter())
+    logging.basicConfig(level=logging.INFO, handlers=[to_file, to_console])
+    return terminal, console, path
 
 
 def _faults(text: str) -> Faults:
@@ -131,6 +185,7 @@ def serve(args: argparse.Namespace) -> int:
     except FaultSpecError as exc:
         print(f"canvas serve: {ENV_VAR}: {exc}", file=sys.stderr)
         return 2
+    out, console, log_file = configure_output(args)
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     limit_malloc_arenas()
     stopping = threading.Event()
@@ -159,6 +214,7 @@ def serve(args: argparse.Namespace) -> int:
         state_dir=args.state_dir,
         faults=faults,
         retention_days=args.retention_days,
+        on_run_end=console.run_ended if console is not None else None,
     )
     try:
         stack.start()
@@ -171,20 +227,26 @@ def serve(args: argparse.Namespace) -> int:
         print(f"canvas serve: {exc}", file=sys.stderr)
         return 2
     try:
-        print(f"Canvas Run Service listening on {stack.base_url}", flush=True)
+        print(f"Canvas Run Service listening on {stack.base_url}", file=out, flush=True)
         if stack.generated_key:
-            print(f"API key: {stack.generated_key}", flush=True)
+            print(f"API key: {stack.generated_key}", file=out, flush=True)
         if args.state_dir is None:
-            print("State is kept in memory and lost when this process stops (--state-dir DIR keeps it)", flush=True)
+            print(
+                "State is kept in memory and lost when this process stops (--state-dir DIR keeps it)",
+                file=out,
+                flush=True,
+            )
         else:
-            print(f"State is kept in {args.state_dir}", flush=True)
-        print(f"Developer portal: {stack.base_url}/portal", flush=True)
-        print(f"AWS endpoint (for admin commands' --endpoint-url): {stack.endpoint_url}", flush=True)
+            print(f"State is kept in {args.state_dir}", file=out, flush=True)
+        if log_file is not None:
+            print(f"Logs (JSON) and metrics: {log_file} (--log-format json prints them here)", file=out, flush=True)
+        print(f"Developer portal: {stack.base_url}/portal", file=out, flush=True)
+        print(f"AWS endpoint (for admin commands' --endpoint-url): {stack.endpoint_url}", file=out, flush=True)
         if faults:
-            print(f"Injecting AWS's failures: {faults}", flush=True)
+            print(f"Injecting AWS's failures: {faults}", file=out, flush=True)
         while not stopping.wait(1):
             pass
-        print("Shutting down: runs in flight are ended as failed", flush=True)
+        print("Shutting down: runs in flight are ended as failed", file=out, flush=True)
     finally:
         stack.stop()
     return 0
@@ -196,7 +258,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.client_command(args)
     if hasattr(args, "admin_command"):
         return admin.run(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # moto's server and the AWS clients log every call the handlers make; the front door's log says what
     # the client did, and the handlers log through Powertools.
     for noisy in ("werkzeug", "httpx", "botocore", "urllib3"):

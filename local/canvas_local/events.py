@@ -85,12 +85,14 @@ class ExecutionWatcher:
         rules: list[EventRule],
         deliver: Callable[[str, dict[str, Any]], None],
         after_each: Callable[[], None] | None = None,
+        on_ended: Callable[[dict[str, Any]], None] | None = None,
     ):
         self.sfn = sfn
         self.state_machine_arns = set(state_machine_arns)
         self.rules = rules
         self.deliver = deliver
         self.after_each = after_each
+        self.on_ended = on_ended  # each ended execution of the stack's state machines, once its rules have run
         self._endings: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._pending = 0
@@ -123,20 +125,24 @@ class ExecutionWatcher:
             time.sleep(0.02)
         return not self._pending
 
-    def deliver_ending(self, execution_arn: str) -> None:
-        """Send the status change event of one ended execution to every rule that matches it."""
-        execution = self.sfn.describe_execution(executionArn=execution_arn)
+    def deliver_ending(self, execution_arn: str) -> dict[str, Any] | None:
+        """Send the status change event of one ended execution to every rule that matches it; the execution, or
+        None when it is not one of the stack's state machines'."""
+        execution: dict[str, Any] = self.sfn.describe_execution(executionArn=execution_arn)
         if execution["stateMachineArn"] not in self.state_machine_arns:
-            return
+            return None
         event = status_change_event(execution)
         for rule in self.rules:
             if matches(rule.pattern, event):
                 self.deliver(rule.function, event)
+        return execution
 
     def _run(self) -> None:
         while (execution_arn := self._endings.get()) is not None:
             try:
-                self.deliver_ending(execution_arn)
+                execution = self.deliver_ending(execution_arn)
+                if execution is not None and self.on_ended is not None:
+                    self.on_ended(execution)
                 if self.after_each is not None:
                     self.after_each()
             except Exception:  # the watcher must outlive a failed delivery, as EventBridge outlives a failed target

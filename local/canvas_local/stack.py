@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -78,6 +79,16 @@ STOPPED_RUN_REASON = "The embedded stack stopped while this run was in flight"
 WEBHOOK_DRAIN_SECONDS = 3
 
 
+@dataclass(frozen=True)
+class RunEnd:
+    """A run whose execution ended: its status and credits as its item holds them, the execution's duration."""
+
+    run_id: str
+    status: str
+    duration_seconds: float | None
+    credits: int
+
+
 class LocalStack:
     """`with LocalStack(api_keys=["sk_canvas_test"]) as stack:` serves the API on `stack.base_url`.
 
@@ -98,6 +109,7 @@ class LocalStack:
         state_dir: Path | str | None = None,
         faults: Faults | None = None,
         retention_days: int | None = None,
+        on_run_end: Callable[[RunEnd], None] | None = None,
     ):
         if provider not in PROVIDERS:
             raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}")
@@ -116,6 +128,8 @@ class LocalStack:
         self.faults = faults if faults is not None else faults_from_environment(os.environ)
         # What was injected, once the stack has started with faults (canvas_local.faults).
         self.fault_injector: FaultInjector | None = None
+        # Told of each run whose execution ended, once the rules on its ending have run (`canvas serve`'s console).
+        self.on_run_end = on_run_end
 
         self.accounts: dict[str, str] = {}  # api key -> account id
         self.generated_key: str | None = None
@@ -316,9 +330,24 @@ class LocalStack:
             self.template.event_rules(),
             lambda function, event: self.functions[function].invoke(event),
             after_each=self._tidy_ended_executions,
+            on_ended=self._report_run_end if self.on_run_end is not None else None,
         )
         self._watcher.start()
         moto_patch.on_execution_end(self._watcher.notify)
+
+    def _report_run_end(self, execution: dict[str, Any]) -> None:
+        """The run an execution was named after, as its item says once FailRunFunction had its say."""
+        assert self.on_run_end is not None
+        run_id = execution["name"]
+        answer = self.client("dynamodb").get_item(
+            TableName=self.table_names["RunsTable"], Key={"run_id": {"S": run_id}}, ConsistentRead=True
+        )
+        item = answer.get("Item") or {}
+        status = item.get("status", {}).get("S", execution["status"].lower())
+        credits = int(item.get("credits_consumed", {}).get("N", "0"))
+        started, stopped = execution.get("startDate"), execution.get("stopDate")
+        duration = (stopped - started).total_seconds() if started and stopped else None
+        self.on_run_end(RunEnd(run_id, status, duration, credits))
 
     def _start_queues(self) -> None:
         """SQS, EventBridge's queue targets and Lambda's SQS event sources (the webhook deliveries)."""

@@ -3,6 +3,7 @@ and `--state-dir` brings accounts, runs and artifacts back on the next start."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -132,6 +133,56 @@ def test_the_stack_says_its_state_is_in_memory_without_a_state_dir(tmp_path):
         process.wait(30)
     assert lines[0] == f"Canvas Run Service listening on http://127.0.0.1:{port}"
     assert "in memory" in lines[1] and "--state-dir" in lines[1]
+
+
+def run_one_and_stop(tmp_path: Path, *options: str) -> tuple[str, str]:
+    """Start `canvas serve` with `options`, run one report to its end, stop it; its output and the run id."""
+    port = free_port()
+    command = [sys.executable, "-m", "canvas_local.cli", "serve", "--port", str(port), "--api-key", KEY, *options]
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as output:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while "listening on" not in out.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, out.read_text()[-2000:]
+            time.sleep(0.2)
+        run_id = create(base_url, "A short report on tide pools", "report")
+        wait_for_end(base_url, run_id)
+        time.sleep(1)  # the console's end line follows the run's, once the execution's ending is delivered
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+    return out.read_text(), run_id
+
+
+def test_the_console_shows_one_line_per_run_start_and_end_and_the_log_file_the_json(tmp_path):
+    # Given canvas serve with its default console and a log file
+    log_file = tmp_path / "json.log"
+    # When one run goes from start to end
+    output, run_id = run_one_and_stop(tmp_path, "--log-file", str(log_file))
+    # Then the console holds no JSON line, one line for its start and one for its end, with credits
+    lines = output.splitlines()
+    assert not [line for line in lines if line.startswith("{")], output
+    assert any(line.startswith(f"Logs (JSON) and metrics: {log_file}") for line in lines), output
+    assert len([line for line in lines if f"run {run_id} started" in line]) == 1, output
+    [end] = [line for line in lines if f"run {run_id} completed in " in line]
+    assert end.endswith(" credits")
+    # And the log file has the functions' JSON lines and the embedded metrics
+    logged = [json.loads(line) for line in log_file.read_text().splitlines() if line.startswith("{")]
+    assert any(entry.get("run_id") == run_id for entry in logged)
+    assert any("_aws" in entry for entry in logged)
+
+
+def test_log_format_json_keeps_the_json_lines_on_standard_output(tmp_path):
+    # When canvas serve runs one run with --log-format json
+    output, run_id = run_one_and_stop(tmp_path, "--log-format", "json")
+    # Then its output has the functions' JSON lines and the metrics, and no console line for the run
+    logged = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert any(entry.get("run_id") == run_id for entry in logged)
+    assert any("_aws" in entry for entry in logged)
+    assert f"run {run_id} started" not in output
 
 
 def test_a_bad_setting_stops_the_stack_at_start_naming_the_variable():
