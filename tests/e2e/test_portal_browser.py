@@ -160,7 +160,9 @@ def test_an_endpoint_added_in_the_portal_is_pinged(stack, driver, receiver):
     wait_until(lambda: any(b'"webhook.ping"' in body for body in received), timeout=30, what="the delivery")
 
     def delivered() -> bool:
-        row.find_element("xpath", ".//button[text()='Deliveries']").click()
+        # The endpoints table is drawn anew as the portal refreshes it: the row is found again each time.
+        current = driver.find_element("css selector", "#endpoints-body tr[data-endpoint-id]")
+        current.find_element("xpath", ".//button[text()='Deliveries']").click()
         time.sleep(0.3)
         return (
             "webhook.ping" in by_id(driver, "deliveries-body").text and "200" in by_id(driver, "deliveries-body").text
@@ -170,13 +172,17 @@ def test_an_endpoint_added_in_the_portal_is_pinged(stack, driver, receiver):
     screenshot(driver, "portal-webhooks")
 
     # When its secret is rotated, a new one is shown once
-    row.find_element("xpath", ".//button[text()='Rotate secret']").click()
+    driver.find_element("css selector", "#endpoints-body tr[data-endpoint-id]").find_element(
+        "xpath", ".//button[text()='Rotate secret']"
+    ).click()
     driver.switch_to.alert.accept()
     wait_until(lambda: by_id(driver, "new-secret-value").text not in ("", secret), what="the new secret")
     assert by_id(driver, "new-secret-value").text.startswith("whsec_")
 
     # And when it is removed, it is gone
-    row.find_element("xpath", ".//button[text()='Remove']").click()
+    driver.find_element("css selector", "#endpoints-body tr[data-endpoint-id]").find_element(
+        "xpath", ".//button[text()='Remove']"
+    ).click()
     driver.switch_to.alert.accept()
     wait_until(lambda: "No endpoints yet." in by_id(driver, "endpoints-body").text, what="the endpoint removed")
 
