@@ -485,3 +485,18 @@ def test_a_run_that_outgrows_its_reservation_tops_up_in_steps_and_settles_once(a
     assert top_ups and all(step >= store_module.TOP_UP_CREDITS for step in top_ups)
     assert balance(account_id) == 5000 - consumed
     assert Store().get_run(created["run_id"]).reserved_credits == 0
+
+
+def test_a_run_that_has_ended_is_not_topped_up_from_the_account(aws, function, context):
+    # Given a run that has ended and settled (its reservation back on the account)
+    account_id, api_key = create_account_with_key(credits=5000)
+    created = start_run(function, context, api_key, {"prompt": "Explain tides"})
+    drive(function, context, account_id, created)
+    assert get_run(function, context, api_key, created["run_id"])["status"] == "completed"
+    before = balance(account_id)
+    # When something would still spend for it
+    with pytest.raises(CreditsExhaustedError):
+        Store().top_up(created["run_id"], account_id, needed=50, step=100)
+    # Then nothing moved off the account
+    assert balance(account_id) == before
+    assert Store().get_run(created["run_id"]).reserved_credits == 0

@@ -69,14 +69,8 @@ class AccountStore(Store):
                 }
             ]
         )
-        with dynamodb_errors():
-            found = self.ddb.get_item(
-                TableName=self.settings.accounts_table,
-                Key={"account_id": {"S": account_id}},
-                ProjectionExpression="credits_balance",
-                ConsistentRead=True,
-            )
-        return int(from_item(found.get("Item", {})).get("credits_balance", 0))
+        account = self._consistent_balance(account_id) or {}
+        return int(account.get("credits_balance", 0))
 
     # Portal sessions
 

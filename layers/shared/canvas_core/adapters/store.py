@@ -323,18 +323,31 @@ class Store:
             )
         return from_item(found["Item"]) if "Item" in found else None
 
+    def _consistent_balance(self, account_id: str) -> dict[str, Any] | None:
+        with dynamodb_errors():
+            found = self.ddb.get_item(
+                TableName=self.settings.accounts_table,
+                Key={"account_id": {"S": account_id}},
+                ProjectionExpression="account_id, credits_balance",
+                ConsistentRead=True,
+            )
+        return from_item(found["Item"]) if "Item" in found else None
+
     def top_up(self, run_id: str, account_id: str, needed: int, step: int) -> None:
         """Move credits from the account to a running run's reservation so that it holds at least `needed`: at
         least `step` (bounded steps: a run that outgrows its reservation writes its account once per step, not per
-        block), at most the balance. CreditsExhaustedError, with nothing moved, when the two together cannot."""
+        block), at most the balance. CreditsExhaustedError, with nothing moved, when the two together cannot, or when
+        the run has ended (its reservation was settled: nothing more is spent for it)."""
         for _ in range(ADMISSION_ATTEMPTS):
             run = self._consistent_run(run_id)
-            account = self.get_account(account_id)
+            account = self._consistent_balance(account_id)
             if run is None or run.get("reserved_credits") is None or account is None:
                 return
             reserved, balance = int(run["reserved_credits"]), int(account.get("credits_balance", 0))
             if reserved >= needed:
                 return
+            if run.get("status") != "running":
+                raise CreditsExhaustedError(needed, reserved)
             if reserved + balance < needed:
                 raise CreditsExhaustedError(needed, reserved + balance)
             take = min(balance, max(step, needed - reserved))
