@@ -500,3 +500,65 @@ def test_a_run_that_has_ended_is_not_topped_up_from_the_account(aws, function, c
     # Then nothing moved off the account
     assert balance(account_id) == before
     assert Store().get_run(created["run_id"]).reserved_credits == 0
+
+
+def _new_run(account_id: str, n: int):
+    from canvas_core.models.items import CanvasItem, RunItem
+
+    run_id, canvas_id = f"7a1c2d4e-0000-4000-8000-0000000001{n:02d}", f"6f1c2d4e-0000-4000-8000-0000000001{n:02d}"
+    run = RunItem(
+        run_id=run_id,
+        account_id=account_id,
+        canvas_id=canvas_id,
+        prompt="p",
+        template="auto",
+        created_at_ms=0,
+        estimated_duration_ms=0,
+    )
+    return run, CanvasItem(canvas_id=canvas_id, account_id=account_id, run_id=run_id, canvas_name="p")
+
+
+def test_an_admission_whose_balance_was_spent_meanwhile_sets_aside_what_is_left_or_refuses(aws):
+    # Given an account holding 30 credits, and admissions that read more (others spent it since)
+    from canvas_core.errors import InsufficientCreditsError
+
+    account_id, _ = create_account_with_key(credits=30)
+    store = Store()
+    # When a run asks to set 100 aside
+    run, canvas = _new_run(account_id, 1)
+    assert store.admit_run(run, canvas, max_active_runs=10, reserve=100)
+    # Then it holds what was left, and the balance is spent, never below zero
+    assert store.get_run(run.run_id).reserved_credits == 30
+    assert balance(account_id) == 0
+    # And a second run finds nothing left: refused, nothing stored
+    second, second_canvas = _new_run(account_id, 2)
+    with pytest.raises(InsufficientCreditsError, match="the account balance is 0"):
+        store.admit_run(second, second_canvas, max_active_runs=10, reserve=20)
+    assert store.get_run(second.run_id) is None
+    assert int(store.get_account(account_id)["active_runs"]) == 1
+
+
+def test_a_run_whose_reservation_is_spent_while_it_ends_settles_what_is_left(aws, monkeypatch):
+    # Given a run with 100 credits set aside, read by its end just before a block spends 40 of them
+    account_id, _ = create_account_with_key(credits=1000)
+    store = Store()
+    run, canvas = _new_run(account_id, 3)
+    assert store.admit_run(run, canvas, max_active_runs=10, reserve=100)
+    real_read = Store._consistent_run
+    reads: list[int] = []
+
+    def read_then_spend(self, run_id):
+        found = real_read(self, run_id)
+        if not reads:
+            store._transact(store._spend(run_id, 40))  # a block completes between the read and the write
+        reads.append(1)
+        return found
+
+    monkeypatch.setattr(Store, "_consistent_run", read_then_spend)
+    # When the run ends, having consumed those 40
+    assert store.finish_run(run.run_id, account_id, status="completed", credits_consumed=40)
+    # Then it settled once, with what was left: the account paid exactly 40
+    assert len(reads) == 2
+    assert balance(account_id) == 1000 - 40
+    assert store.get_run(run.run_id).reserved_credits == 0
+    assert int(store.get_account(account_id)["active_runs"]) == 0
