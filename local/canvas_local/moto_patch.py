@@ -404,8 +404,12 @@ def _idempotent_transact_write_items(self: DynamoHandler) -> Any:
     digest = hashlib.sha256(request.encode("utf-8")).hexdigest()
     now = time.monotonic()
     with _tokens_lock:
-        for old in [t for t, (_, at) in _applied_tokens.items() if now - at > TOKEN_WINDOW_SECONDS]:
-            del _applied_tokens[old]
+        # Tokens are kept in the order they were applied: the expired ones are the oldest, at the front.
+        while _applied_tokens:
+            oldest = next(iter(_applied_tokens))
+            if now - _applied_tokens[oldest][1] <= TOKEN_WINDOW_SECONDS:
+                break
+            del _applied_tokens[oldest]
         applied = _applied_tokens.get(token)
     if applied is not None:
         if applied[0] != digest:

@@ -1074,3 +1074,22 @@ def test_a_repeated_transaction_token_answers_success_once_and_a_different_reque
         assert {len(digest) for digest, _ in moto_patch._applied_tokens.values()} == {64}
     finally:
         moto_patch.uninstall_transaction_tokens()
+
+
+def test_a_transaction_token_is_forgotten_after_its_window_oldest_first(transactions_table, monkeypatch):
+    # Given tokens honoured, and a clock to move
+    now = [1000.0]
+    monkeypatch.setattr(moto_patch.time, "monotonic", lambda: now[0])
+    moto_patch.install_transaction_tokens()
+    try:
+        put = [{"Put": {"TableName": "t", "Item": {"k": {"S": "a"}, "n": {"N": "1"}}}}]
+        transactions_table.transact_write_items(TransactItems=put, ClientRequestToken="old")
+        now[0] += moto_patch.TOKEN_WINDOW_SECONDS / 2
+        transactions_table.transact_write_items(TransactItems=put, ClientRequestToken="recent")
+        # When the first token's window has passed and another transaction comes
+        now[0] += moto_patch.TOKEN_WINDOW_SECONDS / 2 + 1
+        transactions_table.transact_write_items(TransactItems=put, ClientRequestToken="new")
+        # Then only the expired token is forgotten, as DynamoDB forgets a token after ten minutes
+        assert list(moto_patch._applied_tokens) == ["recent", "new"]
+    finally:
+        moto_patch.uninstall_transaction_tokens()
