@@ -11,7 +11,13 @@ or research words get more blocks than the estimate counts. See docs/agents.md.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
 from canvas_core.models.catalog import BlockType
+
+if TYPE_CHECKING:
+    from canvas_core.agents.schema import PlanStep
 
 B = BlockType
 PLAN_MS = 30_000
@@ -39,6 +45,16 @@ BLOCK_MS: dict[BlockType, int] = {
 }
 
 
+@lru_cache(maxsize=256)
+def _typical_steps(template: str, blocks: tuple[str, ...] | None) -> tuple[PlanStep, ...]:
+    """The typical canvas's steps: the rule-based plan for the template (or `blocks`) and a one-part prompt, made
+    once per container for each (both estimates of a create read it)."""
+    from canvas_core.agents.checks import constraint_for
+    from canvas_core.agents.rules import rule_steps
+
+    return tuple(rule_steps("", None, constraint_for(template, list(blocks) if blocks is not None else None)))
+
+
 # What a block of the typical canvas is expected to cost, in credits: a few thousand tokens of a mid-priced model.
 CREDITS_PER_BLOCK = 20
 
@@ -46,10 +62,7 @@ CREDITS_PER_BLOCK = 20
 def estimate_credits(template: str, blocks: list[str] | None, file_count: int) -> int:
     """What a run is expected to spend: planning and each block of the typical canvas (and one per upload), at
     CREDITS_PER_BLOCK. It sizes the run's reservation, not what it is charged."""
-    from canvas_core.agents.checks import constraint_for
-    from canvas_core.agents.rules import rule_steps
-
-    steps = rule_steps("", None, constraint_for(template, blocks))
+    steps = _typical_steps(template, tuple(blocks) if blocks is not None else None)
     return CREDITS_PER_BLOCK * (1 + len(steps) + file_count)
 
 
@@ -62,10 +75,7 @@ OFFLINE_FINALIZE_MS = 200
 
 
 def estimate_duration_ms(template: str, blocks: list[str] | None, file_count: int, offline: bool = False) -> int:
-    from canvas_core.agents.checks import constraint_for
-    from canvas_core.agents.rules import rule_steps
-
-    steps = rule_steps("", None, constraint_for(template, blocks))
+    steps = _typical_steps(template, tuple(blocks) if blocks is not None else None)
     finish: dict[str, int] = {}
     for step in steps:  # in run order: each step after its inputs
         start = max((finish[i] for i in step.inputs if i in finish), default=0)
