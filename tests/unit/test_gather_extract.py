@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from canvas_core.gather.extract import ExtractionError, extract
@@ -177,3 +179,23 @@ def test_exif_fields_are_kept():
 )
 def test_a_csv_reads_a_bare_carriage_return_as_a_spreadsheet_does(data, rows):
     assert extract("cr.csv", "csv", data).text().endswith(f"| a | b |\n| --- | --- |\n{rows}")
+
+
+@pytest.fixture
+def default_csv_field_limit():
+    """csv's limit is process-wide and only ever raised: each test starts from Python's default."""
+    previous = csv.field_size_limit(131_072)
+    yield
+    csv.field_size_limit(previous)
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t"])
+def test_a_csv_field_longer_than_pythons_default_limit_is_read_whole(delimiter, default_csv_field_limit):
+    # Given: one cell of 200 KiB, past the csv module's default field_size_limit of 131,072 characters
+    long_cell = "word " * 40_960
+    data = f'name{delimiter}notes\r\nfirst{delimiter}"{long_cell}"\r\nsecond{delimiter}short\r\n'.encode()
+    # When
+    text = extract("long.csv", "csv", data).text()
+    # Then
+    assert long_cell.strip() in text
+    assert "| second | short |" in text

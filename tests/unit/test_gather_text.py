@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from canvas_core.gather.html import extract_html
 from canvas_core.gather.pages import urls_in
 from canvas_core.gather.youtube import TranscriptError, moment_url, parse_timed_text, timestamp, video_id
-from canvas_core.tables import parse_list, parse_markdown_tables, render_list, render_table, table_from_csv
+from canvas_core.tables import (
+    parse_list,
+    parse_markdown_tables,
+    render_list,
+    render_table,
+    table_from_csv,
+    table_from_delimited_text,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -116,3 +125,22 @@ def test_timed_text_in_both_formats():
 def test_moments_link_to_the_second():
     assert moment_url("dQw4w9WgXcQ", 75.9) == "https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=75s"
     assert (timestamp(75.9), timestamp(3725)) == ("1:15", "1:02:05")
+
+
+@pytest.fixture
+def default_csv_field_limit():
+    """csv's limit is process-wide and only ever raised: each test starts from Python's default."""
+    previous = csv.field_size_limit(131_072)
+    yield
+    csv.field_size_limit(previous)
+
+
+def test_delimited_text_with_a_field_past_pythons_default_csv_limit_is_a_table(default_csv_field_limit):
+    # Given: a tab-separated text whose one cell (150,000 characters) is past csv's default field_size_limit
+    cell = "x" * 150_000
+    text = f"id\tbody\n1\t{cell}\n2\tend\n"
+    # When
+    table = table_from_delimited_text(text)
+    # Then
+    assert table is not None
+    assert table.rows == [["1", cell], ["2", "end"]]

@@ -16,6 +16,7 @@ import datetime as dt
 import io
 import json
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -57,8 +58,21 @@ def table_from_csv(text: str, caption: str = "") -> Table:
         dialect = csv.excel
     # newline="" splits lines at CR, LF and CRLF and leaves them for the reader, which keeps quoted ones.
     lines = io.StringIO(text, newline="")
+    _allow_fields_of(len(text))
     rows = [row for row in csv.reader(lines, dialect) if any(cell.strip() for cell in row)]
     return table_from_rows(rows, caption)
+
+
+_field_limit_lock = threading.Lock()
+
+
+def _allow_fields_of(length: int) -> None:
+    """Lets a field be as long as the whole text. Python's csv refuses a field over `csv.field_size_limit()`, 128 KiB
+    by default, and the limit is process-wide: it is only ever raised, under a lock, so a parse in another thread
+    never sees it lowered."""
+    with _field_limit_lock:
+        if csv.field_size_limit() < length:
+            csv.field_size_limit(length)
 
 
 def tables_from_xlsx(data: bytes) -> list[Table]:
@@ -130,6 +144,7 @@ def table_from_delimited_text(text: str) -> Table | None:
     delimiter = next((d for d in ("\t", ",", ";") if d in lines[0]), None)
     if delimiter is None:
         return None
+    _allow_fields_of(len(text))
     rows = list(csv.reader(lines, delimiter=delimiter))
     width = len(rows[0])
     if width < 2 or sum(len(r) == width for r in rows) < 0.9 * len(rows):
