@@ -83,6 +83,25 @@ def test_read_errors_have_the_contract_texts(http):
     assert_error(http.get("/v1/nothing-here"), 404)
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/runs/x/y",
+        f"/v1/run/{SOME_UUID}/extra",
+        f"/v1/canvas/{SOME_UUID}/dag/x/y",
+        f"/v1/canvas/{SOME_UUID}/tasks/{SOME_UUID}/more",
+        "/v1/nothing/at/all",
+    ],
+)
+def test_unknown_paths_of_several_segments_are_the_contracts_404(http, path):
+    # Given a path under /v1 that no route answers, however many segments it has
+    # When it is requested with a valid key
+    response = http.get(path)
+
+    # Then the answer is the contract's JSON 404, naming the request
+    assert_error(response, 404, f"Not found: GET {path}")
+
+
 def test_prompt_and_text_blocks_run_to_completed_with_dag_and_task_tree(http):
     # Given
     created = create(

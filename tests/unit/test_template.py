@@ -194,6 +194,22 @@ def test_the_api_routes_are_the_five_of_the_spec_and_the_runs_listing() -> None:
     assert routes == expected
 
 
+def test_a_path_no_route_answers_is_the_contracts_404_not_api_gateways_403() -> None:
+    # Given API Gateway's answer when no route matches a path (/v1/runs/x/y) or its method
+    responses = RESOURCES["CanvasApi"]["Properties"]["GatewayResponses"]
+    missing_route = responses["MISSING_AUTHENTICATION_TOKEN"]
+
+    # Then it is a 404 in the contract's error shape, as JSON, instead of 403 "Missing Authentication Token"
+    assert missing_route["StatusCode"] == "404"
+    assert missing_route["ResponseParameters"]["Headers"]["Content-Type"] == "'application/json'"
+    body = missing_route["ResponseTemplates"]["application/json"]
+    filled = json.loads(body.replace("$context.httpMethod", "GET").replace("$context.path", "/api/v1/runs/x/y"))
+    assert filled == {"success": False, "error": "Not found: GET /api/v1/runs/x/y"}
+    # And no route relies on API Gateway's own authorization, which the same response would answer
+    template = json.dumps(TEMPLATE)
+    assert '"Authorizer"' not in template and '"ApiKeyRequired": true' not in template
+
+
 def test_no_policy_grants_full_access() -> None:
     assert "FullAccess" not in json.dumps(TEMPLATE)
 
