@@ -322,6 +322,7 @@ def test_a_block_the_balance_cannot_pay_for_is_not_kept_and_the_balance_never_go
     account_id, api_key = create_account_with_key(credits=3)
     monkeypatch.setenv("RESEARCHER_MODEL_ID", "anthropic.claude-opus-4-v1:0")
     long_answer = "Tides follow the moon and the sun. " * 300
+    monkeypatch.setenv("ANALYST_MAX_OUTPUT_TOKENS", "4000")  # the answer is whole, not cut at the cap
     bedrock.replies(lambda c: long_answer if "Analyst agent" in c.system else default_reply(c))
     created = start_run(function, context, api_key, {"prompt": "Explain tides"})
     # When

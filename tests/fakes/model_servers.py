@@ -13,6 +13,11 @@ Each records the calls it got (`calls`: model, system, prompt, images, headers),
 (by default a plan for the Planner and a short cited answer otherwise), counts tokens deterministically
 (`tokens(text)`), and fails the next calls on demand (`fail_next(status, code, times)`).
 
+Like a small model that would otherwise generate until its context is full, each refuses (400) a request that
+sends no output cap (`max_tokens` / `max_completion_tokens`; Converse's `inferenceConfig.maxTokens`), and cuts a
+reply longer than the cap to the cap, saying so as the real APIs do (`finish_reason: "length"`;
+`stopReason: "max_tokens"`).
+
     with FakeBedrock() as bedrock:
         client = boto3.client("bedrock-runtime", endpoint_url=bedrock.url, ...)
 """
@@ -31,6 +36,7 @@ from typing import Any, Self
 from urllib.parse import unquote
 
 PLANNER_MARK = "You are the Planner agent"
+NO_CAP = "The request sets no output cap (max_tokens); this server refuses to generate without one."
 IMAGE_TOKENS = 100  # what the fakes count for each image a call carries
 DEFAULT_PLAN = {
     "steps": [
@@ -182,6 +188,8 @@ class _FakeServer:
                 auth = fake._refuse(headers)
                 if auth is not None:
                     return self._send(401, {}, auth)
+                if fake._cap(call) is None:
+                    return self._send(400, *fake._error(Failure(400, "invalid_request_error", NO_CAP)))
                 self._send(200, {}, fake._answer(call, fake.script.reply(call)))
 
             def _send(self, status: int, extra: dict[str, str], payload: dict[str, Any]) -> None:
@@ -204,6 +212,23 @@ class _FakeServer:
     def _refuse(self, headers: dict[str, str]) -> dict[str, Any] | None:
         return None
 
+    def _cap(self, call: Call) -> int | None:
+        """The output cap the call sent, None when it sent none."""
+        raise NotImplementedError
+
+    def _generate(self, call: Call, text: str) -> tuple[str, bool]:
+        """The reply as the model gives it: at most the call's cap in tokens; True when it was cut there."""
+        cap = self._cap(call) or 0
+        words = text.split(" ")
+        if tokens(text) <= cap:
+            return text, False
+        kept: list[str] = []
+        for word in words:
+            if tokens(" ".join([*kept, word])) > cap:
+                break
+            kept.append(word)
+        return " ".join(kept), True
+
 
 class FakeBedrock(_FakeServer):
     """Bedrock Runtime's Converse operation."""
@@ -222,11 +247,16 @@ class FakeBedrock(_FakeServer):
         ]
         return Call(model=unquote(parts[2]), system=system, prompt=prompt, headers=headers, body=body, images=images)
 
+    def _cap(self, call: Call) -> int | None:
+        cap = call.body.get("inferenceConfig", {}).get("maxTokens")
+        return cap if isinstance(cap, int) and cap > 0 else None
+
     def _answer(self, call: Call, text: str) -> dict[str, Any]:
+        text, cut = self._generate(call, text)
         used_in, used_out = input_tokens(call), tokens(text)
         return {
             "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-            "stopReason": "end_turn",
+            "stopReason": "max_tokens" if cut else "end_turn",
             "usage": {"inputTokens": used_in, "outputTokens": used_out, "totalTokens": used_in + used_out},
             "metrics": {"latencyMs": 12},
         }
@@ -275,14 +305,25 @@ class FakeOpenAI(_FakeServer):
             }
         return None
 
+    def _cap(self, call: Call) -> int | None:
+        cap = call.body.get("max_completion_tokens", call.body.get("max_tokens"))
+        return cap if isinstance(cap, int) and cap > 0 else None
+
     def _answer(self, call: Call, text: str) -> dict[str, Any]:
+        text, cut = self._generate(call, text)
         used_in, used_out = input_tokens(call), tokens(text)
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": 1_700_000_000,
             "model": call.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "length" if cut else "stop",
+                }
+            ],
             "usage": {"prompt_tokens": used_in, "completion_tokens": used_out, "total_tokens": used_in + used_out},
         }
 

@@ -22,7 +22,7 @@ def model_env(monkeypatch: pytest.MonkeyPatch) -> None:
     }.items():
         monkeypatch.setenv(name, value)
     for name in list(os.environ):
-        if name.endswith("_MODEL_ID") or name == "AWS_ENDPOINT_URL":
+        if name.endswith(("_MODEL_ID", "_MAX_OUTPUT_TOKENS")) or name == "AWS_ENDPOINT_URL":
             monkeypatch.delenv(name)
 
 

@@ -142,6 +142,7 @@ def test_openai_sends_chat_completions_with_the_key_and_the_role_model(openai, m
     assert first.body == {
         "model": "llama3.1:8b",
         "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}],
+        "max_tokens": 2048,
     }
     assert (researched.model_id, written.model_id) == ("llama3.1:8b", "gpt-4o-mini")
     assert written.text == "Answer from gpt-4o-mini: tide pools hold anemones and crabs [1]."

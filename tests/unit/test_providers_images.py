@@ -180,6 +180,7 @@ def test_openai_sends_the_image_as_a_data_url_part(openai, monkeypatch):
                 ],
             },
         ],
+        "max_tokens": 1024,
     }
     assert call.images == [Image("png", PNG)]
     assert (completion.text, completion.model_id) == (DESCRIPTION, "gpt-4o")

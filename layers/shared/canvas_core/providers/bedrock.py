@@ -2,8 +2,13 @@
 
 Throttling, a busy or failing model, a timeout or a dropped connection is retried here (`retry.py`) and then
 raised as `BlockRetryableError`; a refused request (validation, access, an unknown model) is `BlockFatalError`
-with Bedrock's own message. The client is built once per container and endpoint, with botocore's retries off
-(they would multiply ours) and a read timeout long enough for a long answer.
+with Bedrock's own message. The client is built once per container, endpoint and timeout, with botocore's retries
+off (they would multiply ours).
+
+Every call sends the role's output cap as `inferenceConfig.maxTokens` (`roles.py`) and waits as long as that cap
+takes to generate (`call_timeout_seconds`). A call that times out reading the answer is not sent again (Bedrock
+may still be generating it): `BlockFatalError`; one that could not connect is retried. An answer with
+`stopReason: "max_tokens"` was cut at the cap: `AnswerCutError`, not used.
 `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` points it elsewhere (a test's fake server, a VPC endpoint).
 
 Besides text, a multimodal model describes an image (`describe_image`, a Converse image block), and the image
@@ -24,9 +29,9 @@ from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, Rea
 
 from canvas_core.errors import BlockFatalError
 from canvas_core.observability import tracer
-from canvas_core.providers.base import Completion
+from canvas_core.providers.base import AnswerCutError, Completion, fit_input
 from canvas_core.providers.retry import TransientError, retry_backoff_seconds, with_retries
-from canvas_core.providers.roles import model_for_role
+from canvas_core.providers.roles import call_timeout_seconds, max_output_tokens, model_for_role
 from canvas_core.settings import provider_settings
 
 RETRYABLE_CODES = frozenset(
@@ -44,8 +49,8 @@ IMAGE_FORMATS = frozenset({"png", "jpeg", "gif", "webp"})  # what a Converse ima
 
 
 @lru_cache(maxsize=4)
-def bedrock_runtime(endpoint_url: str | None, region: str | None) -> Any:
-    config = Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=300)
+def bedrock_runtime(endpoint_url: str | None, region: str | None, read_timeout: float = 300) -> Any:
+    config = Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=read_timeout)
     return boto3.client("bedrock-runtime", region_name=region, endpoint_url=endpoint_url or None, config=config)
 
 
@@ -57,14 +62,14 @@ class BedrockProvider:
         self,
         model_id: str | None = None,
         runtime: Any = None,
-        max_tokens: int = 4096,
+        max_tokens: int | None = None,
         attempts: int = 3,
         backoff_seconds: float | None = None,
         image_model_id: str | None = None,
     ):
         self.model_id = model_id  # one model for every role, when given
         self.image_model_id = image_model_id  # else IMAGE_MODEL_ID
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens  # one output cap for every role, when given
         self.attempts = attempts
         self.backoff_seconds = retry_backoff_seconds() if backoff_seconds is None else backoff_seconds
         self._runtime = runtime
@@ -73,7 +78,7 @@ class BedrockProvider:
         return self.model_id or model_for_role(role, self.DEFAULT_MODEL_ID)
 
     def complete(self, *, system: str, prompt: str, role: str) -> Completion:
-        return self._converse(self.model_for(role), system, [{"text": prompt}])
+        return self._converse(self.model_for(role), role, system, [{"text": fit_input(system, prompt)}])
 
     def describe_image(self, *, system: str, prompt: str, image: bytes, image_format: str, role: str) -> Completion:
         """The model's words on an image (PNG, JPEG, GIF or WebP), sent as a Converse image block before the prompt."""
@@ -81,7 +86,7 @@ class BedrockProvider:
         if image_format not in IMAGE_FORMATS:
             raise BlockFatalError(f"Bedrock takes PNG, JPEG, GIF or WebP images, not {image_format.upper()}")
         block = {"image": {"format": image_format, "source": {"bytes": image}}}
-        return self._converse(model_id, system, [block, {"text": prompt}])
+        return self._converse(model_id, role, system, [block, {"text": fit_input(system, prompt)}])
 
     @property
     def generate_image(self) -> Callable[..., tuple[bytes, str]] | None:
@@ -93,17 +98,25 @@ class BedrockProvider:
         return BedrockImageModel(model_id, self._runtime, self.attempts, self.backoff_seconds).generate_image
 
     @tracer.capture_method
-    def _converse(self, model_id: str, system: str, content: list[dict[str, Any]]) -> Completion:
+    def _converse(self, model_id: str, role: str, system: str, content: list[dict[str, Any]]) -> Completion:
+        cap = self.max_tokens or max_output_tokens(role)
         request: dict[str, Any] = {
             "modelId": model_id,
             "messages": [{"role": "user", "content": content}],
-            "inferenceConfig": {"maxTokens": self.max_tokens},
+            "inferenceConfig": {"maxTokens": cap},
         }
         if system:
             request["system"] = [{"text": system}]
         response = call_bedrock(
-            model_id, lambda runtime: runtime.converse(**request), self._runtime, self.attempts, self.backoff_seconds
+            model_id,
+            lambda runtime: runtime.converse(**request),
+            self._runtime,
+            self.attempts,
+            self.backoff_seconds,
+            read_timeout=call_timeout_seconds(cap),
         )
+        if response.get("stopReason") == "max_tokens":
+            raise AnswerCutError(model_id, role, cap)
         answer = response.get("output", {}).get("message", {}).get("content", [])
         usage = response.get("usage", {})
         return Completion(
@@ -149,11 +162,18 @@ class BedrockImageModel:
         return base64.b64decode(payload["images"][0]), self.model_id
 
 
-def call_bedrock[T](model_id: str, call: Callable[[Any], T], runtime: Any, attempts: int, backoff_seconds: float) -> T:
+def call_bedrock[T](
+    model_id: str,
+    call: Callable[[Any], T],
+    runtime: Any,
+    attempts: int,
+    backoff_seconds: float,
+    read_timeout: float = 300,
+) -> T:
     """`call(runtime)` with the container's client unless one is given, retried when Bedrock fails in passing."""
     if runtime is None:
         settings = provider_settings()
-        runtime = bedrock_runtime(settings.bedrock_endpoint_url or None, settings.aws_region or None)
+        runtime = bedrock_runtime(settings.bedrock_endpoint_url or None, settings.aws_region or None, read_timeout)
     return with_retries(lambda: _attempt(model_id, call, runtime), attempts=attempts, backoff_seconds=backoff_seconds)
 
 
@@ -167,7 +187,13 @@ def _attempt[T](model_id: str, call: Callable[[Any], T], runtime: Any) -> T:
         if code in RETRYABLE_CODES or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
             raise TransientError(message) from exc
         raise BlockFatalError(message) from exc
-    except (ConnectionError, ReadTimeoutError) as exc:
+    except ReadTimeoutError as exc:
+        # Sent, and no answer in time: Bedrock may still be generating it, so it is not sent again.
+        raise BlockFatalError(
+            f"Bedrock did not answer {model_id} in time ({exc}); not sent again, as the model may still be "
+            "generating (lower the output cap or raise MODEL_TIMEOUT_SECONDS)"
+        ) from exc
+    except ConnectionError as exc:
         raise TransientError(f"Bedrock unreachable for {model_id}: {exc}") from exc
     except BotoCoreError as exc:
         raise BlockFatalError(f"Bedrock request for {model_id} failed: {exc}") from exc

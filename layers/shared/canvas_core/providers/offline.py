@@ -22,7 +22,7 @@ from canvas_core.prompt_format import (
     is_internal,
     outline_in,
 )
-from canvas_core.providers.base import Completion
+from canvas_core.providers.base import Completion, fit_input
 
 MODEL_ID = "offline/extractive-v1"
 NOTICE = "Offline answer: no language model was called (this deployment uses the deterministic offline provider)."
@@ -68,6 +68,7 @@ class OfflineProvider:
 
     @tracer.capture_method
     def complete(self, *, system: str, prompt: str, role: str) -> Completion:
+        prompt = fit_input(system, prompt)
         task, _, material = prompt.partition(MATERIAL_MARK)
         material, _, legend = material.partition(LEGEND_MARK)
         items, _ = outline_in(task)

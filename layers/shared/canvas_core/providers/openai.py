@@ -6,9 +6,14 @@ the key in `OPENAI_API_KEY` or in the Secrets Manager secret `OPENAI_API_KEY_SEC
 or a JSON object with `api_key`; read once per container), and the model per role as for Bedrock
 (`roles.py`). Without a key no Authorization header is sent (local servers need none).
 
-408, 409, 425, 429 (except an exhausted quota) and 5xx answers, timeouts and dropped connections are retried
-here, honouring Retry-After, then raised as `BlockRetryableError`; other errors are `BlockFatalError` with the
-endpoint's own message.
+408, 409, 425, 429 (except an exhausted quota) and 5xx answers, a connection that cannot be made and one dropped
+are retried here, honouring Retry-After, then raised as `BlockRetryableError`; other errors are `BlockFatalError`
+with the endpoint's own message.
+
+Every request sends `max_tokens`, the role's output cap (`roles.py`), and waits for the answer as long as that cap
+takes to generate (`call_timeout_seconds`). A call that times out waiting for the answer is not sent again: the
+server may still be generating the first one, and a second would only queue behind it; it is `BlockFatalError`.
+An answer with `finish_reason: "length"` was cut at the cap: `AnswerCutError`, not used.
 
 A multimodal model describes an image (`describe_image`): a user message with a text part and an `image_url`
 part holding the image as a data URL.
@@ -25,9 +30,9 @@ from typing import Any
 
 from canvas_core.errors import BlockFatalError
 from canvas_core.observability import tracer
-from canvas_core.providers.base import Completion
+from canvas_core.providers.base import AnswerCutError, Completion, fit_input
 from canvas_core.providers.retry import TransientError, retry_backoff_seconds, with_retries
-from canvas_core.providers.roles import model_for_role
+from canvas_core.providers.roles import call_timeout_seconds, max_output_tokens, model_for_role
 from canvas_core.settings import ProviderSettings
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -43,14 +48,14 @@ class OpenAIProvider:
         base_url: str | None = None,
         api_key: str | None = None,
         model_id: str | None = None,
-        timeout_seconds: float = 300,
+        timeout_seconds: float | None = None,
         attempts: int = 3,
         backoff_seconds: float | None = None,
     ):
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.api_key = api_key
         self.model_id = model_id  # one model for every role, when given
-        self.timeout_seconds = timeout_seconds
+        self.timeout_seconds = timeout_seconds  # else the time the call's output cap takes
         self.attempts = attempts
         self.backoff_seconds = retry_backoff_seconds() if backoff_seconds is None else backoff_seconds
 
@@ -65,29 +70,34 @@ class OpenAIProvider:
         return self.model_id or model_for_role(role, self.DEFAULT_MODEL_ID)
 
     def complete(self, *, system: str, prompt: str, role: str) -> Completion:
-        return self._chat(self.model_for(role), system, prompt)
+        return self._chat(self.model_for(role), role, system, fit_input(system, prompt))
 
     def describe_image(self, *, system: str, prompt: str, image: bytes, image_format: str, role: str) -> Completion:
         """The model's words on an image (PNG, JPEG, GIF or WebP), sent as a data URL beside the prompt."""
         url = f"data:image/{image_format};base64,{base64.b64encode(image).decode()}"
         parts: list[dict[str, Any]] = [
-            {"type": "text", "text": prompt},
+            {"type": "text", "text": fit_input(system, prompt)},
             {"type": "image_url", "image_url": {"url": url}},
         ]
-        return self._chat(self.model_for(role), system, parts)
+        return self._chat(self.model_for(role), role, system, parts)
 
     @tracer.capture_method
-    def _chat(self, model_id: str, system: str, content: str | list[dict[str, Any]]) -> Completion:
+    def _chat(self, model_id: str, role: str, system: str, content: str | list[dict[str, Any]]) -> Completion:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": content})
-        body = json.dumps({"model": model_id, "messages": messages}).encode()
+        cap = max_output_tokens(role)
+        body = json.dumps({"model": model_id, "messages": messages, "max_tokens": cap}).encode()
+        timeout = self.timeout_seconds or call_timeout_seconds(cap)
         payload = with_retries(
-            lambda: self._post(model_id, body), attempts=self.attempts, backoff_seconds=self.backoff_seconds
+            lambda: self._post(model_id, body, timeout), attempts=self.attempts, backoff_seconds=self.backoff_seconds
         )
         try:
-            text = payload["choices"][0]["message"].get("content") or ""
+            choice = payload["choices"][0]
+            text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
             raise BlockFatalError(f"{self._where()} answered {model_id} without a message") from None
+        if choice.get("finish_reason") == "length":
+            raise AnswerCutError(model_id, role, cap)
         usage = payload.get("usage") or {}
         return Completion(
             text=text,
@@ -96,18 +106,24 @@ class OpenAIProvider:
             output_tokens=int(usage.get("completion_tokens") or 0),
         )
 
-    def _post(self, model_id: str, body: bytes) -> dict[str, Any]:
+    def _post(self, model_id: str, body: bytes, timeout: float) -> dict[str, Any]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(f"{self.base_url}/chat/completions", data=body, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 answer: dict[str, Any] = json.loads(response.read())
                 return answer
         except urllib.error.HTTPError as exc:
             raise self._error(exc, model_id) from exc
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+        except TimeoutError as exc:
+            # Sent, and no answer in time (urllib wraps a timeout while connecting in URLError instead).
+            raise BlockFatalError(
+                f"{self._where()} did not answer {model_id} within {timeout:.0f} s; not sent again, as the server "
+                "may still be generating (lower the output cap or raise MODEL_TIMEOUT_SECONDS)"
+            ) from exc
+        except (urllib.error.URLError, ConnectionError) as exc:
             reason = getattr(exc, "reason", exc)
             raise TransientError(f"{self._where()} unreachable for {model_id}: {reason}") from exc
         except json.JSONDecodeError as exc:

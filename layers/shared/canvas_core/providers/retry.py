@@ -1,6 +1,9 @@
 """Retries of a model call inside one invocation: a passing failure (throttling, a 5xx, a dropped connection)
 is tried again with capped exponential backoff and full jitter, honouring a server's Retry-After; when the
-attempts are spent it becomes `BlockRetryableError`, which the state machine retries again later."""
+attempts are spent it becomes `BlockRetryableError`, which the state machine retries again later.
+
+Only failures where the server is not working on the request are `TransientError`: a call that timed out waiting for
+its answer is not, since the server may still be generating it (the providers raise `BlockFatalError` for it)."""
 
 from __future__ import annotations
 

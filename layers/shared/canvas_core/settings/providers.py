@@ -19,6 +19,16 @@ class ProviderSettings(EnvSettings):
     image_model_id: str = env("IMAGE_MODEL_ID", "")
     # The first retry's backoff ceiling; it doubles per attempt (providers/retry.py).
     model_retry_backoff_seconds: float = env("MODEL_RETRY_BACKOFF_SECONDS", 1.0, ge=0)
+    # The output cap every model call sends, unless its role has its own (providers/roles.py): bounds generation.
+    model_max_output_tokens: int = env("MODEL_MAX_OUTPUT_TOKENS", 0, ge=0)
+    # Per role: PLANNER_MAX_OUTPUT_TOKENS, WRITER_MAX_OUTPUT_TOKENS, ... (and MODEL_MAX_OUTPUT_TOKENS itself).
+    max_output_tokens: dict[str, int] = env_ending("_MAX_OUTPUT_TOKENS")
+    # No call sends more than this many input tokens (estimated from characters); larger inputs are cut to fit.
+    model_input_token_budget: int = env("MODEL_INPUT_TOKEN_BUDGET", 24_000, ge=1_000)
+    # The longest a call may take: a call's timeout is the time its output cap takes at the slowest expected
+    # generation speed, plus a start-up allowance, never more than this.
+    model_timeout_seconds: float = env("MODEL_TIMEOUT_SECONDS", 300.0, gt=0)
+    model_min_tokens_per_second: float = env("MODEL_MIN_TOKENS_PER_SECOND", 20.0, gt=0)
     openai_base_url: str = env("OPENAI_BASE_URL", "")
     # The key itself wins over the secret holding it (providers/openai.py).
     openai_api_key: str = env("OPENAI_API_KEY", "", repr=False)
