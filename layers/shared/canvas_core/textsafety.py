@@ -17,6 +17,19 @@ def strip_control(text: str) -> str:
     return _CONTROL.sub("", text) if text and _CONTROL.search(text) else text
 
 
+def one_line(text: str, limit: int | None = None) -> str:
+    """`text` as a title or a property a file format keeps: no control characters, one line with single spaces, and
+    at most `limit` characters, cut at a word with an ellipsis (python-docx refuses a title over 255, Excel a
+    sheet name over 31)."""
+    text = " ".join(strip_control(text or "").split())
+    if limit is None or len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:-\u2013\u2014") + "…"
+
+
 def json_depth(text: str, stop_at: int = MAX_JSON_DEPTH + 1) -> int:
     """How deeply arrays and objects nest in a JSON text (brackets inside strings skipped), counting no further
     than `stop_at`: iterative, so a text nested 100,000 deep is measured without recursion, and a 4 MiB file in

@@ -32,6 +32,7 @@ from canvas_core.render.structure import (
     spans,
 )
 from canvas_core.tables import Table, column_kinds, has_total_row
+from canvas_core.textsafety import one_line
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 MAX_TABLE_ROWS = 100  # a longer table belongs in a spreadsheet; the report shows its head and says so
@@ -39,13 +40,14 @@ ACCENT = RGBColor(0x1F, 0x4E, 0x79)
 MUTED = RGBColor(0x59, 0x59, 0x59)
 LINK = RGBColor(0x05, 0x63, 0xC1)
 TABLE_STYLE = "Light Grid Accent 1"
+MAX_PROPERTY_CHARS = 255  # python-docx refuses a longer core property (title, subject)
 
 
 def render_report(report: Deliverable) -> bytes:
     """A report: title and subtitle, headed sections, lists and tables, numbered references, page numbers."""
     doc = _new_document(report.title)
-    doc.add_paragraph(report.title, style="Title")
-    subtitle = " · ".join(p for p in (report.subtitle, _long_date(report)) if p)
+    doc.add_paragraph(one_line(report.title), style="Title")
+    subtitle = " · ".join(p for p in (one_line(report.subtitle), _long_date(report)) if p)
     if subtitle:
         doc.add_paragraph(subtitle, style="Subtitle")
     _add_sections(doc, report.sections, heading_offset=0)
@@ -99,7 +101,7 @@ def render_memo(memo: Deliverable, header: MemoHeader) -> bytes:
         line.paragraph_format.tab_stops.add_tab_stop(Inches(1.1), WD_TAB_ALIGNMENT.LEFT)
         label_run = line.add_run(label + "\t")
         label_run.bold = True
-        line.add_run(value)
+        line.add_run(one_line(value))
         _spacing(line, after=2)
     _rule(doc.add_paragraph())
     _add_sections(doc, memo.sections, heading_offset=1)
@@ -114,7 +116,7 @@ def render_memo(memo: Deliverable, header: MemoHeader) -> bytes:
 
 def _new_document(title: str) -> DocxDocument:
     doc = Document()
-    doc.core_properties.title = title
+    doc.core_properties.title = one_line(title, MAX_PROPERTY_CHARS)
     doc.core_properties.author = "Canvas Run Service"
     normal = doc.styles["Normal"]
     normal.font.name, normal.font.size = "Calibri", Pt(11)
@@ -132,7 +134,7 @@ def _add_sections(doc: DocxDocument, sections: list[Section], heading_offset: in
     tables = 0
     for section in sections:
         if section.title:
-            doc.add_heading(section.title, level=min(section.level + heading_offset, 4))
+            doc.add_heading(one_line(section.title), level=min(section.level + heading_offset, 4))
         for block in section.blocks:
             if isinstance(block, Paragraph):
                 _add_paragraph(doc, block)

@@ -33,8 +33,10 @@ from canvas_core.render.structure import (
     spans,
 )
 from canvas_core.tables import Table, column_kinds
+from canvas_core.textsafety import one_line, strip_control
 
 CONTENT_TYPE = "text/html; charset=utf-8"
+MAX_TITLE_CHARS = 120  # a <title> shows in a tab or a bookmark: the page's heading holds the whole title
 
 
 @dataclass
@@ -74,7 +76,7 @@ class LandingPage:
 
 
 def esc(text: str) -> str:
-    return html.escape(text or "", quote=True)
+    return html.escape(strip_control(text or ""), quote=True)
 
 
 def inline_html(text: str) -> str:
@@ -149,7 +151,8 @@ def _document(title: str, body: str, css: str, script: str = "", data: str = "",
     return (
         f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{esc(title)}</title>\n<style>\n{asset('base.css')}\n{css}</style>\n</head>\n<body>\n{body}\n"
+        f"<title>{esc(one_line(title, MAX_TITLE_CHARS))}</title>\n"
+        f"<style>\n{asset('base.css')}\n{css}</style>\n</head>\n<body>\n{body}\n"
         f"{data}\n{script_element}\n</body>\n</html>\n"
     )
 

@@ -39,8 +39,10 @@ from canvas_core.render.structure import (
     spans,
 )
 from canvas_core.tables import Table, column_kinds, data_rows, typed_value
+from canvas_core.textsafety import one_line
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+MAX_PROPERTY_CHARS = 255  # python-pptx refuses a longer core property (title, subject)
 
 SLIDE_WIDTH, SLIDE_HEIGHT = Inches(13.333), Inches(7.5)
 MARGIN = Inches(0.6)
@@ -132,8 +134,8 @@ def title_size(title: str) -> int:
 
 
 def fit_title(title: str) -> str:
-    limit = chars_per_line(CONTENT_WIDTH - 2 * INSET, SMALL_TITLE_PT) * 2 - 2
-    return title if len(title) <= limit else title[: limit - 1].rsplit(" ", 1)[0] + "…"
+    """The title on one line of text (no control characters), shortened at a word to what two lines hold."""
+    return one_line(title, chars_per_line(CONTENT_WIDTH - 2 * INSET, SMALL_TITLE_PT) * 2 - 2)
 
 
 # ---- planning -------------------------------------------------------------------------------------------------
@@ -217,7 +219,7 @@ def _notes(slide: SlideSpec, deck: Deliverable) -> str:
 def render_deck(deck: Deliverable, max_slides: int | None = None) -> bytes:
     prs = Presentation()
     _widescreen(prs)
-    prs.core_properties.title = deck.title
+    prs.core_properties.title = one_line(deck.title, MAX_PROPERTY_CHARS)
     prs.core_properties.author = "Canvas Run Service"
     _title_slide(prs, deck)
     planned = plan_slides(deck, max_slides)

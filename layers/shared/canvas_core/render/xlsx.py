@@ -21,8 +21,10 @@ from openpyxl.worksheet.worksheet import Worksheet
 from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import Reference, plain, safe_url, summable_columns
 from canvas_core.tables import Table, Typed, column_kinds, typed_value
+from canvas_core.textsafety import one_line, strip_control
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+MAX_PROPERTY_CHARS = 255  # a workbook's title, as Office keeps it
 
 HEADER_FONT = Font(bold=True, color="FFFFFF")
 HEADER_FILL = PatternFill("solid", fgColor="1F4E79")
@@ -53,7 +55,7 @@ class WorkbookSpec:
 
 def render_workbook(spec: WorkbookSpec) -> bytes:
     book = Workbook(write_only=True)
-    book.properties.title = spec.title
+    book.properties.title = one_line(spec.title, MAX_PROPERTY_CHARS)
     book.properties.creator = "Canvas Run Service"
     names: set[str] = set()
     for n, table in enumerate(spec.tables, start=1):
@@ -121,7 +123,8 @@ def _value_cell(sheet: Worksheet, typed: Typed, column_kind: str) -> object:
 def text_cell(sheet: Worksheet, text: str | None) -> object:
     """A cell that holds text as text. Text from uploads, the web or a model that starts like a formula
     (`= + - @`, tab, CR: OWASP's CSV injection) is stored as a string with a quote prefix, so no spreadsheet
-    evaluates it; only the workbook's own totals are formulas."""
+    evaluates it; only the workbook's own totals are formulas. Control characters no cell may hold are dropped."""
+    text = strip_control(text) if text else text
     if not text or not text.startswith(FORMULA_STARTS):
         return text
     cell = WriteOnlyCell(sheet, value=text)
@@ -131,7 +134,7 @@ def text_cell(sheet: Worksheet, text: str | None) -> object:
 
 
 def _header_cell(sheet: Worksheet, text: str) -> WriteOnlyCell:
-    cell = WriteOnlyCell(sheet, value=plain(text))
+    cell = WriteOnlyCell(sheet, value=one_line(plain(text)))
     if cell.data_type == "f":
         cell.data_type, cell.quotePrefix = "s", True
     cell.font, cell.fill, cell.alignment = HEADER_FONT, HEADER_FILL, HEADER_ALIGNMENT
@@ -176,7 +179,7 @@ def _write_sources(sheet: Worksheet, references: list[Reference]) -> None:
 
 
 def _sheet_name(name: str, taken: set[str]) -> str:
-    base = re.sub(r"\s+", " ", _INVALID_SHEET_CHARS.sub(" ", plain(name))).strip().strip("'")[:31].strip() or "Sheet"
+    base = one_line(_INVALID_SHEET_CHARS.sub(" ", plain(name))).strip("'")[:31].strip().strip("'") or "Sheet"
     candidate, n = base, 2
     while candidate.lower() in taken:
         suffix = f" ({n})"
