@@ -118,6 +118,7 @@ def test_unsupported_content_type_is_415(aws, account, function, context):
         ("api/get_canvas_dag", "get_canvas_dag", None),
         ("api/get_canvas_tasks", "get_canvas_tasks", None),
         ("api/get_canvas_task", "get_canvas_task", None),
+        ("api/rerun", "rerun", None),
     ],
 )
 def test_every_endpoint_requires_a_valid_key(aws, account, function, context, folder, event, params):
@@ -158,6 +159,12 @@ def test_unknown_run_is_404_with_the_contract_text(aws, account, function, conte
             "get_canvas_task",
             {"canvas_id": "0b9e3c4d-8f21-4a6b-b1c2-5d7e9f0a1b2c", "task_id": "t-1"},
             "Invalid task_id: 't-1' is not a UUID",
+        ),
+        (
+            "api/rerun",
+            "rerun",
+            {"canvas_id": "0b9e3c4d-8f21-4a6b-b1c2-5d7e9f0a1b2c", "block_id": "b-1"},
+            "Invalid block_id: 'b-1' is not a UUID",
         ),
     ],
 )

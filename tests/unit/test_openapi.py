@@ -25,6 +25,7 @@ def test_openapi_lists_the_routes_with_the_api_key_scheme():
         "/v1/account",
         "/v1/api_keys",
         "/v1/api_keys/{key_id}",
+        "/v1/canvas/{canvas_id}/blocks/{block_id}/rerun",
         "/v1/canvas/{canvas_id}/dag",
         "/v1/canvas/{canvas_id}/tasks",
         "/v1/canvas/{canvas_id}/tasks/{task_id}",

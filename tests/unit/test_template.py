@@ -34,6 +34,11 @@ API_FUNCTIONS = {
     ),
     # Extensions of the contract (docs/api.md).
     "GetAccountFunction": ("functions/api/account", "GET", "/v1/account"),
+    "RerunFunction": (
+        "functions/api/rerun",
+        "POST",
+        "/v1/canvas/{canvas_id}/blocks/{block_id}/rerun",
+    ),
 }
 # Functions that answer several routes: their folder, and each (method, path).
 ROUTED_FUNCTIONS = {
@@ -302,11 +307,11 @@ def test_the_concurrent_run_limit_reaches_only_the_function_that_admits_runs() -
         if "MAX_CONCURRENT_RUNS" in ((function["Properties"].get("Environment") or {}).get("Variables") or {})
     ]
 
-    # Then it defaults to 10, at least 1, and only CreateRunFunction reads it, besides the two that show an
-    # account its limits (GET /v1/account and the portal)
+    # Then it defaults to 10, at least 1, and only the functions that admit runs read it (CreateRunFunction, and
+    # RerunFunction for re-runs), besides the two that show an account its limits (GET /v1/account and the portal)
     assert (parameter["Type"], parameter["Default"], parameter["MinValue"]) == ("Number", 10, 1)
     assert "MAX_CONCURRENT_RUNS" not in GLOBAL_FUNCTION["Environment"]["Variables"]
-    assert sorted(readers) == ["CreateRunFunction", "GetAccountFunction", "PortalFunction"]
+    assert sorted(readers) == ["CreateRunFunction", "GetAccountFunction", "PortalFunction", "RerunFunction"]
     variables = FUNCTIONS["CreateRunFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["MAX_CONCURRENT_RUNS"] == {"Ref": "MaxConcurrentRunsPerAccount"}
 

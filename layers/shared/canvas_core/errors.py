@@ -106,6 +106,11 @@ class CanvasNotFoundError(NotFoundError):
         super().__init__(f"Run not found: {canvas_id}")
 
 
+class BlockNotFoundError(NotFoundError):
+    def __init__(self, block_id: str):
+        super().__init__(f"Block not found: {block_id}")
+
+
 class TaskNotFoundError(NotFoundError):
     def __init__(self, task_id: str):
         super().__init__(f"Task not found: {task_id}")

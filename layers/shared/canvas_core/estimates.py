@@ -85,3 +85,17 @@ def estimate_duration_ms(template: str, blocks: list[str] | None, file_count: in
     if offline:
         return OFFLINE_PLAN_MS + longest + OFFLINE_PER_FILE_MS * file_count + OFFLINE_FINALIZE_MS
     return PLAN_MS + longest + PER_FILE_MS * file_count + FINALIZE_MS
+
+
+def estimate_rerun(steps: list[tuple[str, str, list[str]]], offline: bool = False) -> tuple[int, int]:
+    """A re-run's expected duration (ms) and credits, from the blocks it runs again: `(block id, block type, ids of
+    its inputs)` in run order. No planning (the canvas is copied); reused inputs have ended already."""
+    finish: dict[str, int] = {}
+    for block_id, block_type, inputs in steps:
+        start = max((finish[i] for i in inputs if i in finish), default=0)
+        typical = next((ms for t, ms in BLOCK_MS.items() if t.value == block_type), max(BLOCK_MS.values()))
+        took = OFFLINE_BLOCK_MS if offline else typical + PER_BLOCK_OVERHEAD_MS
+        finish[block_id] = start + took
+    longest = max(finish.values(), default=0)
+    duration = longest + (OFFLINE_FINALIZE_MS if offline else FINALIZE_MS)
+    return duration, CREDITS_PER_BLOCK * len(steps)

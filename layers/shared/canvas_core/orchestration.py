@@ -41,10 +41,17 @@ def plan_run(
     if run is None:
         raise RunStateError(f"Run not found: {run_id}")
     _, nodes, _ = store.get_canvas(canvas_id)
+    if run.rerun_of is not None:
+        # A re-run's canvas was copied, planned already, when it was created: nothing is planned or charged here.
+        if not nodes:
+            raise RunStateError(f"The re-run {run_id} has no canvas to run")
     # A run that has ended (its planning could not be paid) is not planned again by a retried step.
-    if not nodes and run.status == RunStatus.RUNNING:
+    elif not nodes and run.status == RunStatus.RUNNING:
         nodes = _plan(store, run, canvas_id)
     timeout = orchestration_settings().block_timeout_seconds
+    # A re-run's reused blocks ended in the run it re-runs: they are not run, and count as ended inputs already.
+    nodes = [n for n in nodes if not n.reused]
+    running = {n.block_id for n in nodes}
     # Ids only: each iteration carries what it reads and releases, never outputs.
     blocks = [
         {
@@ -57,10 +64,12 @@ def plan_run(
         }
         for n in nodes
     ]
+    # Ready: no input that runs in this execution (a re-run's block may read reused inputs only).
+    ready = {n.block_id for n in nodes if not running.intersection(n.inputs)}
     return {
         "blocks": blocks,
-        "ready": [b for b in blocks if not b["inputs"]],
-        "waiting": [b for b in blocks if b["inputs"]],
+        "ready": [b for b in blocks if b["block_id"] in ready],
+        "waiting": [b for b in blocks if b["block_id"] not in ready],
     }
 
 
@@ -149,6 +158,8 @@ def finalize_run(
         errors.append(RunError(error="The plan for this run had no blocks", recoverable=False))
 
     artifacts = unique_names([Artifact.model_validate(a) for n in completed for a in n.artifacts])
+    # What the run used and spent is what its blocks did: a re-run's reused blocks were paid by the run they ran in.
+    ran = [n for n in nodes if not n.reused]
     # Ending the run also gives back its slot among the account's running runs (in the same write).
     finished_at_ms = now_ms()
     ended = store.finish_run(
@@ -157,8 +168,8 @@ def finalize_run(
         status=status.value,
         finished_at_ms=finished_at_ms,
         final_output=_final_output(completed, edges, [a.name for a in artifacts]),
-        models_used=sorted({*run.planning_models_used, *(m for n in nodes for m in n.models_used)}),
-        credits_consumed=run.planning_credits + sum(n.credits for n in nodes),
+        models_used=sorted({*run.planning_models_used, *(m for n in ran for m in n.models_used)}),
+        credits_consumed=run.planning_credits + sum(n.credits for n in ran),
         artifacts=artifacts,
         errors=errors,
     )

@@ -30,6 +30,7 @@ from canvas_core.models.api import (
     CreateRunResponse,
     ListRunsResponse,
     Progress,
+    RerunOfView,
     RunErrorView,
     RunMetadata,
     RunResult,
@@ -234,7 +235,10 @@ def get_run_status(
 
     response.duration_ms = max(0, (run.finished_at_ms or now_ms()) - run.created_at_ms)
     response.metadata = RunMetadata(
-        template_used=template_used(run), models_used=run.models_used, credits_consumed=run.credits_consumed
+        template_used=template_used(run),
+        models_used=run.models_used,
+        credits_consumed=run.credits_consumed,
+        rerun_of=RerunOfView(**run.rerun_of.model_dump()) if run.rerun_of else None,
     )
     if run.status in (RunStatus.COMPLETED, RunStatus.PARTIAL):
         files = files or ArtifactStore()

@@ -19,7 +19,7 @@ from canvas_core.errors import (
     InvalidTemplateError,
     PayloadTooLargeError,
 )
-from canvas_core.models.api import CreateRunRequest, UploadedFile
+from canvas_core.models.api import CreateRunRequest, RerunBlockRequest, UploadedFile
 from canvas_core.models.base import RequestRefused
 from canvas_core.models.catalog import DOCUMENT_EXTENSIONS, IMAGE_EXTENSIONS, BlockType, Template
 from canvas_core.settings import api_settings
@@ -175,6 +175,38 @@ class CreateRunForm(CreateRunRequest):
                 PayloadTooLargeError(f"Files too large: {total} bytes in all (maximum {settings.max_upload_bytes})")
             )
         return [_file(part, settings.max_file_bytes) for part in parts]
+
+
+# A re-run's body holds its instructions and little else; past this it is refused unread (413).
+MAX_RERUN_BODY_BYTES = 1024 * 1024
+
+
+class RerunBlockForm(RerunBlockRequest):
+    """The body of POST /v1/canvas/{canvas_id}/blocks/{block_id}/rerun: a JSON object, or a form. `instructions`
+    are the chosen block's new instructions, held to agent_instructions' length; absent or blank, the block runs
+    again with those it had."""
+
+    instructions: str | None = Field(
+        default=None,
+        description=f"The block's new instructions; at most {MAX_AGENT_INSTRUCTIONS_CHARS:,} characters. Surrounding "
+        "white space is trimmed and control characters are dropped. Absent or blank: the block's own instructions.",
+    )
+
+    @field_validator("instructions", mode="before", json_schema_input_type=str)
+    @classmethod
+    def _instructions(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise RequestRefused(BadRequestError("instructions must be a string"))
+        text = strip_control(value).strip()
+        if len(text) > MAX_AGENT_INSTRUCTIONS_CHARS:
+            raise RequestRefused(
+                BadRequestError(
+                    f"instructions is too long: {len(text)} characters (maximum {MAX_AGENT_INSTRUCTIONS_CHARS})"
+                )
+            )
+        return text or None
 
 
 def _file(part: UploadFile, max_bytes: int) -> UploadedFile:

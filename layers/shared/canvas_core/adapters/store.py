@@ -444,8 +444,24 @@ class Store:
                 ConditionExpression="attribute_not_exists(canvas_id)",
             )
 
-    def put_graph(self, nodes: list[NodeItem], edges: list[EdgeItem], canvas_id: str) -> None:
-        items = [self._item(n, item_id=NODE_PREFIX + n.block_id) for n in nodes]
+    def put_graph(
+        self,
+        nodes: list[NodeItem],
+        edges: list[EdgeItem],
+        canvas_id: str,
+        ended_inputs: Mapping[str, list[str]] | None = None,
+    ) -> None:
+        """Store a canvas's nodes and edges. `ended_inputs` (block id -> input ids) counts inputs as ended from the
+        start, as a re-run's reused blocks are (see `count_input_ended`)."""
+        ended = {block_id: inputs for block_id, inputs in (ended_inputs or {}).items() if inputs}
+        items = [
+            self._item(
+                n,
+                item_id=NODE_PREFIX + n.block_id,
+                **({"ended_inputs": set(ended[n.block_id])} if n.block_id in ended else {}),
+            )
+            for n in nodes
+        ]
         items += [
             self._item(e, canvas_id=canvas_id, item_id=f"{EDGE_PREFIX}{e.source_id}#{e.target_id}") for e in edges
         ]

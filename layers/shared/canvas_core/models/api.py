@@ -51,6 +51,12 @@ class CreateRunResponse(Model):
     canvas_id: str
 
 
+class RerunBlockRequest(Model):
+    """The body of POST /v1/canvas/{canvas_id}/blocks/{block_id}/rerun (an extension of the contract)."""
+
+    instructions: str | None = None
+
+
 class Progress(Model):
     tasks_completed: int
     tasks_total: int
@@ -70,10 +76,22 @@ class RunResult(Model):
     artifacts: list[ArtifactView] = Field(default_factory=list)
 
 
+class RerunOfView(Model):
+    """What a re-run started from (an extension of the contract, docs/api.md)."""
+
+    run_id: str
+    canvas_id: str
+    block_id: str
+
+
 class RunMetadata(Model):
     template_used: Template
     models_used: list[str]
     credits_consumed: int
+    rerun_of: RerunOfView | None = Field(
+        default=None,
+        description="Extension: on a re-run, the run, canvas and block it re-ran; absent otherwise",
+    )
 
 
 class RunErrorView(Model):
@@ -122,6 +140,10 @@ class NodeView(Model):
     content: str | None = None
     url: str | None = None
     sources: list[dict[str, Any]] = Field(default_factory=list)
+    reused: bool | None = Field(
+        default=None,
+        description="Extension: true on a re-run's block carried over from the run it re-ran (not run again)",
+    )
 
 
 class EdgeView(Model):

@@ -34,6 +34,14 @@ class Artifact(Model):
     size_bytes: int
 
 
+class RerunOf(Model):
+    """The run, canvas and block a re-run started from (POST /v1/canvas/{canvas_id}/blocks/{block_id}/rerun)."""
+
+    run_id: str
+    canvas_id: str
+    block_id: str
+
+
 class RunItem(Model):
     run_id: str
     account_id: str
@@ -59,6 +67,9 @@ class RunItem(Model):
     # if it spends more), spent by its planning and blocks, the rest given back when it ends. None: a run admitted
     # before runs held reservations, which spends from the account directly.
     reserved_credits: int | None = None
+    # Set on a re-run: its canvas is a copy of that run's, planned already, where only that block and those
+    # downstream of it run again.
+    rerun_of: RerunOf | None = None
 
 
 class RunSummaryItem(Model):
@@ -115,6 +126,8 @@ class NodeItem(Model):
     credits: int = 0
     artifacts: list[Artifact] = Field(default_factory=list)
     position: int = 0
+    # A re-run's block carried over from the run it re-runs, as it ended there: not run, not charged again.
+    reused: bool = False
 
 
 class EdgeItem(Model):
