@@ -25,11 +25,12 @@ export SAM_CLI_TELEMETRY := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: help setup run test lint lint-imports vulture typecheck format test-unit test-component test-statemachine test-e2e \
-	infra-check build lock bench clean distclean browser
+	infra-check build lock bench clean distclean browser axe
 
 help:
 	@echo "make setup              create $(VENV) (project + dev tools) and $(SAM_VENV) (aws-sam-cli)"
 	@echo "make browser            install Debian's chromium and chromium-driver (the e2e portal tests) if missing"
+	@echo "make axe                install axe-core (the e2e accessibility checks) into $(AXE_DIR) if missing"
 	@echo "                        (make run installs only what running needs: the project and moto)"
 	@echo "make run [ARGS=...]     start the embedded stack (canvas serve)"
 	@echo "make test               lint, unit, component, statemachine, e2e tests, infra-check"
@@ -79,6 +80,18 @@ browser:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(BROWSER_PACKAGES); \
 	fi
 
+# axe-core, the accessibility engine the browser tests inject into the portal's pages (tests/e2e/browser.py), from
+# the npm registry into a project-local folder; nothing to do when it is there.
+AXE_DIR := .cache/axe
+AXE_SPEC ?= axe-core@4
+AXE_JS := $(AXE_DIR)/node_modules/axe-core/axe.min.js
+
+axe: $(AXE_JS)
+
+$(AXE_JS):
+	npm install --prefix $(AXE_DIR) --no-audit --no-fund --no-save --silent '$(AXE_SPEC)'
+	test -f $@
+
 # ---- run --------------------------------------------------------------------------------------------
 
 run: $(VENV)/.installed-run
@@ -125,7 +138,7 @@ test-statemachine: setup
 # Lambda service errors. E2E_FAULTS= (empty) runs it without.
 E2E_FAULTS ?= transaction_conflict=0.3,throttle=0.05,lambda_error=0.02
 
-test-e2e: setup browser
+test-e2e: setup browser axe
 	CANVAS_INJECT_FAULTS='$(E2E_FAULTS)' $(BIN)/pytest tests/e2e -q
 
 # cfn-lint runs with the serverless rules (cfn-lint-serverless). WS1004 is skipped: every function writes to its
@@ -161,4 +174,4 @@ clean:
 		| xargs rm -rf
 
 distclean: clean
-	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV)
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .cache

@@ -224,9 +224,15 @@ def test_the_viewer_shows_the_accounts_run_and_not_another_accounts(aws, account
     assert body_of(other_data) == {"success": False, "error": f"Run not found: {theirs.run_id}"}
 
 
-def test_the_viewer_without_a_session_sends_to_the_portal(aws, function, context):
-    response = portal_call(function, context, "GET", f"/runs/{uuid.uuid4()}")
-    assert response["statusCode"] == 303 and header(response, "Location") == "../portal"
+def test_the_viewer_without_a_session_sends_to_the_portal_which_returns_there(aws, function, context):
+    # Given a run's viewer page opened without a session
+    run_id = str(uuid.uuid4())
+
+    # When it is requested
+    response = portal_call(function, context, "GET", f"/runs/{run_id}")
+
+    # Then the browser goes to the portal's sign-in, told to come back to this page (relative to the portal)
+    assert response["statusCode"] == 303 and header(response, "Location") == f"../portal?next=runs%2F{run_id}"
 
 
 def test_pages_and_files_carry_the_security_headers(aws, function, context):

@@ -1,5 +1,6 @@
 """Headless Chromium for the browser tests: Debian's chromium driven through its own chromedriver, so nothing is
-downloaded (selenium's driver manager is never asked); a fresh profile each time. `make browser` installs both."""
+downloaded (selenium's driver manager is never asked); a fresh profile each time. `make browser` installs both.
+axe-core (`make axe`, into .cache/axe) checks a page's accessibility from inside it."""
 
 from __future__ import annotations
 
@@ -7,10 +8,17 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+AXE = Path(__file__).resolve().parents[2] / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+# The impacts a page may not have: axe-core's two highest of minor, moderate, serious, critical.
+BLOCKING_IMPACTS = ("serious", "critical")
+# The rules run: WCAG 2.0, 2.1 and 2.2 at levels A and AA, and axe-core's best practices.
+AXE_TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice")
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -29,6 +37,34 @@ def missing() -> str | None:
     """Why the browser cannot start, or None."""
     absent = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
     return f"{' and '.join(absent)} missing: run `make browser`" if absent else None
+
+
+def axe_missing() -> str | None:
+    """Why axe-core cannot be injected, or None."""
+    return None if AXE.exists() else f"{AXE} missing: run `make axe`"
+
+
+@cache
+def _axe_source() -> str:
+    return AXE.read_text("utf-8")
+
+
+def axe_violations(driver: Any, impacts: tuple[str, ...] = BLOCKING_IMPACTS) -> list[str]:
+    """axe-core's rules (AXE_TAGS) run on the page as it is now: one line per violation of
+    those impacts (rule, impact, help, the first offending elements). WebDriver's scripts run outside the page's
+    Content-Security-Policy, so the page's own policy stays as it is served."""
+    if not driver.execute_script("return typeof window.axe === 'object'"):
+        driver.execute_script(_axe_source())
+    driver.set_script_timeout(60)
+    result = driver.execute_async_script(
+        "const [tags, done] = arguments;"
+        "axe.run(document, { resultTypes: ['violations'], runOnly: { type: 'tag', values: tags } })"
+        ".then((r) => done(r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,"
+        " targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ') + ': ' + (n.failureSummary || '')) }))),"
+        " (e) => done([{ id: 'axe-error', impact: 'critical', help: String(e), targets: [] }]));",
+        list(AXE_TAGS),
+    )
+    return [f"{v['id']} ({v['impact']}): {v['help']} at {v['targets']}" for v in result if v["impact"] in impacts]
 
 
 @contextmanager

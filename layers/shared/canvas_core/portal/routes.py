@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, is_dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFoundError
@@ -98,7 +99,9 @@ def create_portal_app() -> APIGatewayRestResolver:
         try:
             account_id = session().account_id
         except SignInRequiredError:
-            return Response(status_code=303, headers={"Location": "../portal"}, body="")
+            # To the sign-in, which returns here: `next` is relative to the portal's folder, as this page is.
+            next_page = quote(f"runs/{quote(run_id, safe='')}", safe="")
+            return Response(status_code=303, headers={"Location": f"../portal?next={next_page}"}, body="")
         try:
             get_run_status(run_id, account_id)  # another account's run is not found
         except ServiceError as refused:

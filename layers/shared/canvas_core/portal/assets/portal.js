@@ -47,13 +47,38 @@
 
   // ---- session
 
+  // Where to go once signed in: the `next` parameter, when it is a page of this deployment's portal or viewer
+  // (same origin, under the folder the portal page is in, after resolving `..`), else nowhere: no open redirect.
+  function nextPage() {
+    const raw = new URLSearchParams(window.location.search).get("next");
+    // Backslashes and control characters are refused outright: browsers read `\` as `/` and drop tabs.
+    if (!raw || /[\\\u0000-\u001f\u007f]/.test(raw)) return null;
+    const root = new URL(".", window.location.href);
+    let target;
+    try {
+      target = new URL(raw, root);
+    } catch (_) {
+      return null;
+    }
+    if (target.origin !== window.location.origin || !target.pathname.startsWith(root.pathname)) return null;
+    // A viewer's page; the portal's own is this one, where signing in stays anyway.
+    const page = target.pathname.slice(root.pathname.length);
+    return /^runs\/[^/]+$/.test(page) ? target.pathname + target.search + target.hash : null;
+  }
+
   async function start() {
+    const next = nextPage();
     try {
       const session = await api("GET", "session");
+      if (next) {
+        window.location.assign(next);
+        return;
+      }
       await signedIn(session);
     } catch (error) {
       show(false);
       if (error.status !== 401) notify(error.message, "error");
+      else if (next) notify("Sign in to see that page: you will be taken back to it.", "info");
     }
   }
 
@@ -71,6 +96,11 @@
     input.value = "";
     try {
       const session = await api("POST", "session", { api_key: key });
+      const next = nextPage();
+      if (next) {
+        window.location.assign(next);
+        return;
+      }
       notify("", "info");
       await signedIn(session);
     } catch (error) {

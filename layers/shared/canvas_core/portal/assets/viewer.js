@@ -28,13 +28,15 @@
     const height = Math.max(view.height, 80);
     const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
       svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#b4bfd0" }));
-    const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Canvas blocks" },
+    // A group of blocks, each a button named by its <title> (Tab to it, Enter or Space shows its details): not an
+    // image, whose parts assistive technology would not reach.
+    const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": "Canvas blocks" },
       svg("defs", {}, marker));
     for (const edge of view.edges) {
       root.append(svg("path", { class: "edge", d: edge.path, "marker-end": "url(#arrow)", "data-source": edge.source_id, "data-target": edge.target_id }));
     }
     for (const node of view.nodes) {
-      const group = svg("g", { class: `node status-${node.status}`, "data-node-id": node.id, "data-status": node.status, transform: `translate(${node.x} ${node.y})`, tabindex: 0 },
+      const group = svg("g", { class: `node status-${node.status}`, "data-node-id": node.id, "data-status": node.status, transform: `translate(${node.x} ${node.y})`, tabindex: 0, role: "button" },
         svg("title", {}, `${node.name} (${node.type}): ${node.status}`),
         svg("rect", { width: view.node_width, height: view.node_height, rx: 8 }),
         svg("circle", { class: "dot", cx: 14, cy: 18, r: 5 }),
@@ -43,7 +45,11 @@
         svg("foreignObject", { x: 14, y: 29, width: view.node_width - 22, height: 18 },
           el("div", { class: "label kind", text: `${node.type} · ${node.status}` })));
       group.addEventListener("click", () => select(node.id));
-      group.addEventListener("keydown", (event) => { if (event.key === "Enter") select(node.id); });
+      group.addEventListener("keydown", (event) => {
+        if (event.key !== "Enter" && event.key !== " ") return;
+        event.preventDefault(); // Space would scroll the page
+        select(node.id);
+      });
       root.append(group);
     }
     if (!view.nodes.length) {
@@ -127,13 +133,49 @@
         el("a", { href: artifact.download_url, download: artifact.name, rel: "noopener noreferrer", text: artifact.name }),
         ` (${artifact.type}, ${artifact.size_bytes.toLocaleString()} bytes)`));
       $("artifacts").replaceChildren(artifacts.length ? el("ul", {}, ...artifacts) : el("p", { class: "muted", text: "No artifacts." }));
-      $("final-output").textContent = run.result.final_output;
-      $("result").hidden = false;
-    } else if (run.errors && run.errors.length) {
-      $("artifacts").replaceChildren(el("ul", {}, ...run.errors.map((e) => el("li", { text: e.error }))));
-      $("final-output").textContent = "";
+      showAnswer(run.result.final_output);
       $("result").hidden = false;
     }
+    showReasons(run, view.nodes);
+  }
+
+  // The answer as markdown, built as elements and text (markdown.js), drawn again only when it changed.
+  let shownAnswer = null;
+  function showAnswer(text) {
+    if (text === shownAnswer) return;
+    shownAnswer = text;
+    $("final-output").replaceChildren(CanvasMarkdown.render(text || "", 3));
+  }
+
+  // Why a partial or failed run did not complete, at the top: the run's errors, or its blocks' when it has none,
+  // each with a button that selects its block.
+  let shownReasons = "";
+  function showReasons(run, nodes) {
+    const ended = run.status === "partial" || run.status === "failed";
+    const names = new Map(nodes.map((node) => [node.id, node.name]));
+    let reasons = (run.errors || []).map((e) => ({ blockId: e.block_id, type: e.block_type, error: e.error }));
+    if (!reasons.length) {
+      reasons = nodes.filter((node) => node.error).map((node) => ({ blockId: node.id, type: node.type, error: node.error }));
+    }
+    if (ended && !reasons.length) reasons = [{ error: `The run ended ${run.status} without a reason recorded.` }];
+    const key = ended ? JSON.stringify(reasons) : "";
+    if (key === shownReasons) return;
+    shownReasons = key;
+    $("run-errors").hidden = !ended;
+    if (!ended) return;
+    $("run-errors-title").textContent = run.status === "failed" ? "Why the run failed" : "Why the run is partial";
+    $("run-errors-list").replaceChildren(...reasons.map((reason) => {
+      const block = reason.blockId && names.has(reason.blockId)
+        ? el("button", { type: "button", class: "link", onclick: () => {
+          select(reason.blockId);
+          $("panel").scrollIntoView({ block: "nearest" }); // below the canvas on a narrow screen
+        } }, names.get(reason.blockId))
+        : null;
+      // The block's name leads its error already ("Block 0: …"): once is enough beside the button.
+      const error = block && reason.error.startsWith(`${names.get(reason.blockId)}: `)
+        ? reason.error.slice(names.get(reason.blockId).length + 2) : reason.error;
+      return el("li", {}, block, block && reason.type ? ` (${reason.type})` : null, block ? ": " : null, error);
+    }));
   }
 
   async function refresh() {
@@ -142,7 +184,8 @@
       view = await call("../portal/api/", "GET", `runs/${encodeURIComponent(runId)}/canvas`);
     } catch (error) {
       if (error.status === 401) {
-        window.location.assign("../portal");
+        // Sign in, then come back here (the portal accepts only its own pages and the viewer's as `next`).
+        window.location.assign(`../portal?next=${encodeURIComponent(`runs/${encodeURIComponent(runId)}`)}`);
         return;
       }
       notify(error.message, "error");
