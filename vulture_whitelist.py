@@ -128,3 +128,10 @@ _.put_canvas  # adapters/store.py: the tests seed canvases with it
 _.unique_path  # canvas_local/client/downloads.py: only its unit test calls it
 _.recording  # canvas_local/iam_calls.py: the e2e tier records the functions' AWS calls with it
 _.read_calls  # canvas_local/iam_calls.py: and reads those a `canvas serve` it started recorded
+
+# canvas_local/moto_patch.py's DiskBody stands in for moto's `tempfile.SpooledTemporaryFile`: moto builds it with a
+# max size, and FakeKey and the io protocol read `closed` and `tell`.
+_.SpooledTemporaryFile
+_.closed
+_.tell
+max_size

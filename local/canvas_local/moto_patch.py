@@ -18,6 +18,14 @@ with a hash of its request.
 moto keeps every model object it ever makes (each DynamoDB item version, S3 key, SQS message) in a class-wide list
 for its dashboard, so memory grew with every write; objects live as long as the backend holds them instead.
 
+moto's S3 keeps each object's bytes in a `SpooledTemporaryFile` held in memory up to 5 MB, so every artifact a
+run wrote stayed in the process's memory. Each body lives in a file of the stack's data folder instead, opened only
+while it is read or written (a descriptor held per object would run a long-lived stack out of them).
+
+With `--state-dir`, every DynamoDB and S3 write is handed to a journal (state_dir.py) before its answer leaves moto:
+the items a request changed, read back from the backend once it has written them (a transaction's items together),
+and the objects it put or deleted with their content type and metadata.
+
 Step Functions holds a state's data to 256 KB. moto fails a task whose result is larger, or a state whose output is,
 with `States.DataLimitExceeded`, but lets a task whose input (after Parameters) is larger run, and its `States.ALL`
 catches the error, which on AWS is terminal: `States.ALL` does not match it, so the execution fails.
@@ -51,6 +59,7 @@ upgrade moves or reshapes any of these seams, and compare what each shortcut ans
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import copyreg
@@ -58,6 +67,7 @@ import functools
 import hashlib
 import inspect
 import json
+import os
 import queue
 import threading
 import time
@@ -67,7 +77,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 from moto import backends as moto_backends
@@ -100,6 +111,8 @@ from moto.dynamodb.parsing.ast_nodes import (
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 from moto.dynamodb.responses import DynamoHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+from moto.s3 import models as s3_models
+from moto.s3.models import FakeKey, S3Backend
 from moto.s3.responses import S3Response
 from moto.stepfunctions.parser import utils as sfn_utils
 from moto.stepfunctions.parser.api import (
@@ -539,16 +552,263 @@ def _locked_call_action(self: BaseResponse) -> Any:
     if lock is None:
         return _ORIGINAL_CALL_ACTION(self)
     with lock.held(_is_priority(getattr(self, "headers", None))):
-        return _ORIGINAL_CALL_ACTION(self)
+        answer = _ORIGINAL_CALL_ACTION(self)
+        journal = _journal
+        if journal is not None and self.service_name == "dynamodb" and int(answer[0]) < 300:
+            # Before the answer leaves: a write the caller sees acknowledged is in the journal.
+            changes = _items_changed(self)
+            if changes:
+                journal.items_written(changes)
+        return answer
 
 
 def _locked_s3(original: Callable[..., Any]) -> Callable[..., Any]:
     def locked(self: S3Response, request: Any, *args: Any, **kwargs: Any) -> Any:
         with _service_locks["s3"].held(_is_priority(getattr(request, "headers", None))):
-            return original(self, request, *args, **kwargs)
+            try:
+                return original(self, request, *args, **kwargs)
+            finally:
+                _journal_objects(self.backend)
 
     locked.__wrapped__ = original  # type: ignore[attr-defined]
     return locked
+
+
+# ---------------------------------------------------------------- writes journaled as they are acknowledged
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    """An item as a write left it: `item` in DynamoDB JSON (binary as base64), None when it was deleted. `key` is
+    the item's key attributes as sorted JSON, the same for every write of the item."""
+
+    table: str
+    key: str
+    item: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    """An object as a write left it: its bytes, content type and user metadata, or `body` None when deleted."""
+
+    bucket: str
+    key: str
+    body: bytes | None
+    content_type: str = "binary/octet-stream"
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+class WriteJournal(Protocol):
+    def items_written(self, changes: list[ItemChange]) -> None: ...
+
+    def objects_written(self, changes: list[ObjectChange]) -> None: ...
+
+
+_journal: WriteJournal | None = None
+_ORIGINAL_S3_PUT = S3Backend.put_object
+_ORIGINAL_S3_DELETE = S3Backend.delete_object
+# The (bucket, key) pairs the S3 request being served in this thread wrote: journaled once it has set their metadata.
+_s3_written = threading.local()
+_USER_METADATA = "x-amz-meta-"
+
+
+def install_write_journal(journal: WriteJournal) -> None:
+    """From here on every acknowledged DynamoDB and S3 write reaches `journal` first (needs the backend locks)."""
+    global _journal
+    _journal = journal
+    S3Backend.put_object = _journaled_put_object  # type: ignore[method-assign]
+    S3Backend.delete_object = _journaled_delete_object  # type: ignore[method-assign]
+
+
+def uninstall_write_journal() -> None:
+    global _journal
+    S3Backend.put_object = _ORIGINAL_S3_PUT  # type: ignore[method-assign]
+    S3Backend.delete_object = _ORIGINAL_S3_DELETE  # type: ignore[method-assign]
+    _journal = None
+
+
+def _items_changed(handler: BaseResponse) -> list[ItemChange]:
+    """Every item a successful DynamoDB write request named, as the backend now holds it."""
+    body: dict[str, Any] = getattr(handler, "body", None) or {}
+    named: list[tuple[str, dict[str, Any]]] = []  # (table, the item or its key)
+    match handler._get_action():
+        case "PutItem":
+            named.append((body["TableName"], body["Item"]))
+        case "UpdateItem" | "DeleteItem":
+            named.append((body["TableName"], body["Key"]))
+        case "BatchWriteItem":
+            for table, requests in body["RequestItems"].items():
+                for request in requests:
+                    if "PutRequest" in request:
+                        named.append((table, request["PutRequest"]["Item"]))
+                    elif "DeleteRequest" in request:
+                        named.append((table, request["DeleteRequest"]["Key"]))
+        case "TransactWriteItems":
+            for entry in body["TransactItems"]:
+                for kind, op in entry.items():
+                    if kind in ("Put", "Update", "Delete"):
+                        named.append((op["TableName"], op["Item"] if kind == "Put" else op["Key"]))
+        case _:
+            return []
+    backend: DynamoDBBackend = handler.dynamodb_backend  # type: ignore[attr-defined]
+    changes = []
+    for table_name, attributes in named:
+        table = backend.get_table(table_name)
+        key = {name: attributes[name] for name in (table.hash_key_attr, table.range_key_attr) if name}
+        item = backend.get_item(table_name, key)
+        changes.append(
+            ItemChange(
+                table_name,
+                _json_text({name: DynamoType(value).to_json() for name, value in key.items()}),
+                json.loads(_json_text(item.to_json()["Attributes"])) if item is not None else None,
+            )
+        )
+    return changes
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=_base64_bytes)
+
+
+def _base64_bytes(value: Any) -> str:
+    if isinstance(value, bytes):  # a binary value nested in a map or list: DynamoDB JSON holds it as base64
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not DynamoDB JSON")
+
+
+def _journaled_put_object(self: S3Backend, bucket_name: str, key_name: str, *args: Any, **kwargs: Any) -> FakeKey:
+    key = _ORIGINAL_S3_PUT(self, bucket_name, key_name, *args, **kwargs)
+    _note_s3_write(bucket_name, key_name)
+    return key
+
+
+def _journaled_delete_object(self: S3Backend, bucket_name: str, key_name: str, *args: Any, **kwargs: Any) -> Any:
+    answer = _ORIGINAL_S3_DELETE(self, bucket_name, key_name, *args, **kwargs)
+    _note_s3_write(bucket_name, key_name)
+    return answer
+
+
+def _note_s3_write(bucket: str, key: str) -> None:
+    written: dict[tuple[str, str], None] | None = getattr(_s3_written, "keys", None)
+    if written is None:
+        written = _s3_written.keys = {}
+    written[(bucket, key)] = None
+
+
+def _journal_objects(backend: S3Backend) -> None:
+    written: dict[tuple[str, str], None] | None = getattr(_s3_written, "keys", None)
+    journal = _journal
+    if not written:
+        return
+    _s3_written.keys = None
+    if journal is None:
+        return
+    changes = []
+    for bucket, key in written:
+        obj = backend.get_object(bucket, key)
+        if obj is None:
+            changes.append(ObjectChange(bucket, key, None))
+            continue
+        metadata = obj.metadata  # case-insensitive: moto keeps its names lowercased
+        changes.append(
+            ObjectChange(
+                bucket,
+                key,
+                obj.value,
+                str(metadata.get("Content-Type") or "binary/octet-stream"),
+                {
+                    name[len(_USER_METADATA) :]: str(value)
+                    for name, value in metadata.items()
+                    if name.lower().startswith(_USER_METADATA)
+                },
+            )
+        )
+    journal.objects_written(changes)
+
+
+# ---------------------------------------------------------------- S3 bodies in files rather than in memory
+
+_ORIGINAL_S3_TEMPFILE = s3_models.tempfile
+_bodies_folder: Path | None = None
+
+
+class DiskBody:
+    """What FakeKey keeps an object's bytes in, in place of `tempfile.SpooledTemporaryFile`: a file in the data
+    folder, opened only for each read or write, removed when moto closes the buffer (the key deleted, replaced or
+    collected). FakeKey seeks, reads, writes, truncates and closes its buffer, nothing else."""
+
+    def __init__(self, max_size: int = 0, *_: Any, **__: Any) -> None:
+        if _bodies_folder is None:
+            raise RuntimeError("install_disk_bodies was not called")
+        self._path = _bodies_folder / uuid.uuid4().hex
+        self._position = 0
+        self._size = 0
+        self.closed = False
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._position, os.SEEK_END: self._size}[whence]
+        self._position = base + offset
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+    def truncate(self, size: int | None = None) -> int:
+        size = self._position if size is None else size
+        if size == 0:
+            self._path.unlink(missing_ok=True)
+        elif size < self._size:
+            os.truncate(self._path, size)
+        self._size = min(self._size, size)
+        return size
+
+    def write(self, data: bytes) -> int:
+        if not data:
+            return 0
+        descriptor = os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.pwrite(descriptor, view, self._position)
+                view = view[written:]
+                self._position += written
+        finally:
+            os.close(descriptor)
+        self._size = max(self._size, self._position)
+        return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        if self._position >= self._size:
+            return b""
+        with self._path.open("rb") as body:
+            body.seek(self._position)
+            data = body.read(size if size >= 0 else -1)
+        self._position += len(data)
+        return data
+
+    def close(self) -> None:
+        self.closed = True
+        self._path.unlink(missing_ok=True)
+
+
+class _DiskTempfile:
+    """moto.s3.models' `tempfile`, of which it uses `SpooledTemporaryFile` alone."""
+
+    SpooledTemporaryFile = DiskBody
+
+
+def install_disk_bodies(folder: Path) -> None:
+    """S3 objects created from now on keep their bytes in files under `folder` (process-wide)."""
+    global _bodies_folder
+    folder.mkdir(parents=True, exist_ok=True)
+    _bodies_folder = folder
+    s3_models.tempfile = _DiskTempfile  # type: ignore[assignment]
+
+
+def uninstall_disk_bodies() -> None:
+    global _bodies_folder
+    s3_models.tempfile = _ORIGINAL_S3_TEMPFILE
+    _bodies_folder = None
 
 
 # ---------------------------------------------------------------- executions that end, and what they leave

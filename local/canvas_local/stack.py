@@ -10,6 +10,8 @@ import gc
 import importlib
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -70,8 +72,6 @@ def is_operator_setting(name: str) -> bool:
 # Ended executions moto keeps (with their whole interpreter state and history) beyond those whose ending has not
 # been delivered yet; older ones are forgotten (a run's outcome is in DynamoDB).
 RETAINED_EXECUTIONS = 20
-# How often a state directory is written while anything has happened since the last time.
-SNAPSHOT_SECONDS = 60
 # How long `stop` lets runs in flight end through the state machine before ending them itself.
 STOP_GRACE_SECONDS = 6
 STOPPED_RUN_REASON = "The embedded stack stopped while this run was in flight"
@@ -146,7 +146,9 @@ class LocalStack:
         self._sfn: Any = None  # the watcher's Step Functions client, which wait_for_execution shares
         self._queues: QueuePollers | None = None
         self._saved_environ: dict[str, str | None] = {}
-        self._snapshots: _Snapshots | None = None
+        self._state: StateDir | None = None
+        # Where moto's S3 keeps object bodies while the stack runs (moto_patch.install_disk_bodies).
+        self._bodies: Path | None = None
         self._restored_items = False
         self._calls: iam_calls.CallHook | None = None
         # What DynamoDB's TTL and S3's lifecycle rules remove on AWS, removed here (canvas_local.retention).
@@ -239,13 +241,13 @@ class LocalStack:
             stage=self.template.stage_name(),
             host=self.host,
             port=self.port,
-            on_change=self._state_changed,
         )
         self._front_door.bind()
         try:
             moto_patch.install_backend_locks()
             moto_patch.install_caches()
             moto_patch.install_untracked_models()
+            self._install_disk_bodies()
             self._start_moto()
             environments = self._apply_environment(specs)
             self.functions.update(
@@ -267,8 +269,6 @@ class LocalStack:
             self._start_retention()
             self._inject_faults()
             self._front_door.start()
-            if self._snapshots is not None:
-                self._snapshots.start()
             # What start-up built (modules, the template, moto's models) lives as long as the stack: left out of
             # the collector's full passes, each costs a fraction (a pass over it took 0.3 s, stalling every run).
             gc.freeze()
@@ -288,9 +288,6 @@ class LocalStack:
             self._watcher.stop()
             moto_patch.remove_execution_listener(self._watcher.notify)
             self._watcher = self._sfn = None
-        if self._snapshots is not None:
-            self._snapshots.stop()
-            self._snapshots = None
         if self.retention is not None:
             self.retention.stop()
             self.retention = None
@@ -301,6 +298,10 @@ class LocalStack:
             self._queues = None
         for function in self.functions.values():
             function.close()
+        moto_patch.uninstall_write_journal()
+        if self._state is not None:
+            self._state.close()
+            self._state = None
         moto_patch.uninstall(self._resolve_function)
         moto_patch.uninstall_payload_limits()
         moto_patch.uninstall_quiet_stops()
@@ -317,6 +318,10 @@ class LocalStack:
             self._moto.stop()
             self._moto = None
         moto_patch.uninstall_untracked_models()
+        moto_patch.uninstall_disk_bodies()
+        if self._bodies is not None:
+            shutil.rmtree(self._bodies, ignore_errors=True)
+            self._bodies = None
         moto_patch.release_finished_threads()
         self._restore_environment()
         gc.unfreeze()
@@ -361,12 +366,17 @@ class LocalStack:
         self.retention = RetentionSweeper(self.client, ttl_tables, expiration_rules(self.template))
         self.retention.start()
 
-    def _state_changed(self) -> None:
-        if self._snapshots is not None:
-            self._snapshots.touch()
+    def _install_disk_bodies(self) -> None:
+        """S3 bodies in files: under the state directory when there is one (cleared at each start: what lasts is in
+        the state's own files), else in a temporary folder removed at stop."""
+        if self.state_dir is not None:
+            self._bodies = self.state_dir / "objects-live"
+            shutil.rmtree(self._bodies, ignore_errors=True)
+        else:
+            self._bodies = Path(tempfile.mkdtemp(prefix="canvas-objects-"))
+        moto_patch.install_disk_bodies(self._bodies)
 
     def _tidy_ended_executions(self) -> None:
-        self._state_changed()
         moto_patch.release_finished_threads()
         # Endings still queued for the watcher are among the newest: they stay until delivered.
         undelivered = self._watcher.undelivered() if self._watcher is not None else 0
@@ -480,19 +490,19 @@ class LocalStack:
             self.state_machine_arns[machine.logical_id] = arn
 
     def _restore_state(self) -> None:
-        """With a state directory: what it holds comes back, and runs it left running end as failed."""
+        """With a state directory: what it holds comes back, every write from then on is journaled to it before
+        it is acknowledged, and the runs it left running (their executions died with the process) end as failed."""
         if self.state_dir is None:
             return
-        state = StateDir(self.state_dir)
+        self._state = StateDir(self.state_dir)
+        self._state.open()
         dynamodb, s3 = self.client("dynamodb"), self.client("s3")
-        report = state.restore(dynamodb, s3, self.table_names.values(), self.bucket_names)
+        report = self._state.restore(dynamodb, s3, self.table_names.values(), self.bucket_names)
         LOG.info("Restored from %s: %s", self.state_dir, report)
+        moto_patch.install_write_journal(self._state)
         runs_table = self.table_names.get("RunsTable")
         if runs_table is not None:
             self._fail_runs(runs_left_running(dynamodb, runs_table))
-        self._snapshots = _Snapshots(
-            lambda: state.save(dynamodb, s3, self.table_names.values(), self.bucket_names), self.state_dir
-        )
         self._restored_items = bool(report.items)
 
     def _seed_accounts(self) -> None:
@@ -531,8 +541,6 @@ class LocalStack:
             time.sleep(0.05)
         if self._watcher is not None:
             self._watcher.wait_until_idle(max(0.5, deadline - time.monotonic()))
-        if self._snapshots is not None:
-            self._snapshots.save_now()
 
     def _fail_runs(self, run_ids: list[str]) -> None:
         from canvas_core.orchestration import finalize_run
@@ -542,45 +550,6 @@ class LocalStack:
                 finalize_run(run_id, failure=STOPPED_RUN_REASON)
             except Exception:
                 LOG.exception("Ending run %s failed", run_id)
-
-
-class _Snapshots:
-    """Writes the state directory every SNAPSHOT_SECONDS while something has happened, and on demand."""
-
-    def __init__(self, save: Callable[[], Any], where: Path):
-        self._save = save
-        self._where = where
-        self._changes = 0
-        self._saved_changes = 0
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def touch(self) -> None:
-        self._changes += 1
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="state-snapshots", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def save_now(self) -> None:
-        changes = self._changes
-        try:
-            report = self._save()
-        except Exception:
-            LOG.exception("Saving the state to %s failed; the previous snapshot is kept", self._where)
-            return
-        self._saved_changes = changes
-        LOG.info("Saved the state to %s: %s", self._where, report)
-
-    def _run(self) -> None:
-        while not self._stopping.wait(SNAPSHOT_SECONDS):
-            if self._changes != self._saved_changes:
-                self.save_now()
 
 
 @functools.cache

@@ -1,40 +1,64 @@
 """Persistence for `canvas serve --state-dir DIR`: the embedded stack keeps its tables and buckets in moto's
-memory, so this module snapshots them to DIR and loads them back after a restart.
+memory, and every write moto acknowledges is also written here, before its answer leaves (moto_patch hands each
+DynamoDB and S3 write to `items_written` / `objects_written`); the next start loads it all back.
 
-Layout of DIR (one snapshot, replaced whole by each save):
+A write is one SQLite transaction: a TransactWriteItems (a run's admission, a block's debit, a settlement) is in the
+database whole or not at all, so the ledger adds up after any crash. The database is in WAL mode with
+`synchronous=NORMAL`: a committed write survives the process being killed (`kill -9`), as it lives in the operating
+system's cache; a power cut can lose the last writes (SQLite's WAL documentation), which a local stack accepts.
 
-    snapshot/manifest.json                    format version, tables, buckets, counts
-    snapshot/tables/<table>.jsonl             one item a line, in DynamoDB JSON (binary as base64)
-    snapshot/buckets/<bucket>/objects.jsonl   one object a line: key, body file, content type, metadata
-    snapshot/buckets/<bucket>/<sha256>        an object's bytes, named by the hash of its key
+Layout of DIR:
+
+    state.db          SQLite: `items` (table, key, item in DynamoDB JSON with binary as base64), `objects` (bucket,
+                      key, body, size, content type, user metadata), `meta` (the format version)
+    bodies/<sha256>   an object's bytes, named by their hash: written before the row that names them, removed once no
+                      row does (a crash between the two leaves a file no row names, removed at the next start)
+    snapshot/         what canvas wrote before (format 1, a snapshot a minute): imported once into state.db, then
+                      renamed snapshot.imported
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import logging
-import shutil
+import os
+import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from canvas_core.models.catalog import RunStatus
+from canvas_local.moto_patch import ItemChange, ObjectChange
 
 LOG = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
-SNAPSHOT = "snapshot"
+FORMAT_VERSION = 2
+DATABASE = "state.db"
+BODIES = "bodies"
+SNAPSHOT = "snapshot"  # format 1
 BATCH_SIZE = 25  # BatchWriteItem's limit
 MAX_BATCH_ATTEMPTS = 8
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    tbl TEXT NOT NULL, key TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (tbl, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS objects (
+    bucket TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL, size INTEGER NOT NULL,
+    content_type TEXT NOT NULL, metadata TEXT NOT NULL, PRIMARY KEY (bucket, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS objects_by_body ON objects (body);
+"""
 
 
 class StateDirError(Exception):
@@ -42,106 +66,216 @@ class StateDirError(Exception):
 
 
 @dataclass
-class SaveReport:
+class RestoreReport:
     tables: int = 0
     items: int = 0
     buckets: int = 0
     objects: int = 0
     bytes: int = 0
+    skipped: list[str] = field(default_factory=list)  # tables and buckets in DIR the stack no longer has
 
     def __str__(self) -> str:
         return (
             f"{self.items} items in {self.tables} tables, "
             f"{self.objects} objects ({self.bytes} bytes) in {self.buckets} buckets"
-        )
-
-
-@dataclass
-class RestoreReport(SaveReport):
-    skipped: list[str] = field(default_factory=list)  # tables and buckets in the snapshot the stack no longer has
-
-    def __str__(self) -> str:
-        return super().__str__() + (f"; skipped {', '.join(self.skipped)}" if self.skipped else "")
+        ) + (f"; skipped {', '.join(self.skipped)}" if self.skipped else "")
 
 
 class StateDir:
+    """The state directory: `open`, `restore` into the freshly provisioned stack, then the journal of its writes
+    (moto_patch.install_write_journal), `close` at stop."""
+
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        # The periodic save and the shutdown save may overlap; each must swap in a whole snapshot.
+        self._db: sqlite3.Connection | None = None
+        # DynamoDB's and S3's writes are journaled from their own threads, each under its service's lock.
         self._lock = threading.Lock()
 
-    def restore(self, dynamodb: Any, s3: Any, table_names: Iterable[str], bucket_names: Iterable[str]) -> RestoreReport:
-        """Load the saved items and objects into the (freshly provisioned, empty) tables and buckets."""
-        report = RestoreReport()
-        snapshot = self._current_snapshot()
-        if snapshot is None:
-            return report
-        manifest = _read_manifest(snapshot)
-        tables, buckets = set(table_names), set(bucket_names)
+    # -------------------------------------------------- lifecycle
+
+    def open(self) -> None:
+        """Create or open DIR's database; files no row names (a crash between a body and its row) are removed."""
         try:
-            for table, entry in manifest["tables"].items():
+            self.path.mkdir(parents=True, exist_ok=True)
+            (self.path / BODIES).mkdir(exist_ok=True)
+            db = sqlite3.connect(self.path / DATABASE, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise StateDirError(f"could not open the state in {self.path}: {exc}") from exc
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            row = db.execute("SELECT value FROM meta WHERE name = 'format_version'").fetchone()
+            if row is None:
+                db.execute("INSERT INTO meta VALUES ('format_version', ?)", (str(FORMAT_VERSION),))
+            elif int(row[0]) > FORMAT_VERSION:
+                raise StateDirError(_newer_format(self.path / DATABASE, int(row[0])))
+            named = {body for (body,) in db.execute("SELECT DISTINCT body FROM objects")}
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StateDirError(f"{self.path / DATABASE} is not a canvas state database: {exc}") from exc
+        except StateDirError:
+            db.close()
+            raise
+        for body in (self.path / BODIES).iterdir():
+            if body.name not in named:
+                body.unlink(missing_ok=True)
+        self._db = db
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    # -------------------------------------------------- the journal (moto_patch.WriteJournal)
+
+    def items_written(self, changes: list[ItemChange]) -> None:
+        if not changes:
+            return
+        with self._lock, self._transaction("items") as db:
+            for change in changes:
+                if change.item is None:
+                    db.execute("DELETE FROM items WHERE tbl = ? AND key = ?", (change.table, change.key))
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO items VALUES (?, ?, ?)",
+                        (change.table, change.key, json.dumps(change.item, separators=(",", ":"))),
+                    )
+
+    def objects_written(self, changes: list[ObjectChange]) -> None:
+        if not changes:
+            return
+        with self._lock:
+            rows = [(change, self._write_body(change.body) if change.body is not None else None) for change in changes]
+            replaced: set[str] = set()
+            with self._transaction("objects") as db:
+                for change, body in rows:
+                    old = db.execute(
+                        "SELECT body FROM objects WHERE bucket = ? AND key = ?", (change.bucket, change.key)
+                    ).fetchone()
+                    if old is not None:
+                        replaced.add(old[0])
+                    if body is None:
+                        db.execute("DELETE FROM objects WHERE bucket = ? AND key = ?", (change.bucket, change.key))
+                        continue
+                    db.execute(
+                        "INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            change.bucket,
+                            change.key,
+                            body,
+                            len(change.body or b""),
+                            change.content_type,
+                            json.dumps(change.metadata, sort_keys=True),
+                        ),
+                    )
+            self._remove_unnamed(replaced)
+
+    @contextlib.contextmanager
+    def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
+        db = self._db
+        if db is None:
+            raise StateDirError(f"the state in {self.path} is closed")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StateDirError(f"could not write {what} to {self.path / DATABASE}: {exc}") from exc
+
+    def _write_body(self, data: bytes) -> str:
+        """The body's file name, its bytes written first (atomically: a crash leaves the file whole or absent)."""
+        name = hashlib.sha256(data).hexdigest()
+        target = self.path / BODIES / name
+        if not target.exists():
+            partial = self.path / BODIES / f".partial-{uuid.uuid4().hex}"
+            try:
+                partial.write_bytes(data)
+                os.replace(partial, target)
+            except OSError as exc:
+                partial.unlink(missing_ok=True)
+                raise StateDirError(f"could not write an object's body to {self.path / BODIES}: {exc}") from exc
+        return name
+
+    def _remove_unnamed(self, bodies: set[str]) -> None:
+        assert self._db is not None
+        for body in bodies:
+            if self._db.execute("SELECT 1 FROM objects WHERE body = ? LIMIT 1", (body,)).fetchone() is None:
+                (self.path / BODIES / body).unlink(missing_ok=True)
+
+    # -------------------------------------------------- restore
+
+    def restore(self, dynamodb: Any, s3: Any, table_names: Iterable[str], bucket_names: Iterable[str]) -> RestoreReport:
+        """Load the stored items and objects into the (freshly provisioned, empty) tables and buckets. A format-1
+        snapshot is imported first when the database holds nothing yet."""
+        if self._db is None:
+            self.open()
+        assert self._db is not None
+        tables, buckets = set(table_names), set(bucket_names)
+        if (self.path / SNAPSHOT).is_dir() and not self._holds_anything():
+            return self._import_snapshot(dynamodb, s3, tables, buckets)
+        report = RestoreReport()
+        try:
+            for (table,) in self._db.execute("SELECT DISTINCT tbl FROM items").fetchall():
                 if table not in tables:
                     LOG.warning("state dir: table %s is gone from the stack; its items are not restored", table)
                     report.skipped.append(table)
                     continue
-                report.items += _write_items(dynamodb, table, _read_lines(snapshot / entry["file"]))
+                rows = self._db.execute("SELECT item FROM items WHERE tbl = ?", (table,))
+                report.items += _write_items(dynamodb, table, (json.loads(item) for (item,) in rows))
                 report.tables += 1
-            for bucket, entry in manifest["buckets"].items():
+            for (bucket,) in self._db.execute("SELECT DISTINCT bucket FROM objects").fetchall():
                 if bucket not in buckets:
                     LOG.warning("state dir: bucket %s is gone from the stack; its objects are not restored", bucket)
                     report.skipped.append(bucket)
                     continue
-                folder = snapshot / entry["folder"]
-                for obj in _read_lines(folder / "objects.jsonl"):
-                    body = folder / obj["body"]
-                    with body.open("rb") as data:
+                rows = self._db.execute(
+                    "SELECT key, body, size, content_type, metadata FROM objects WHERE bucket = ?", (bucket,)
+                ).fetchall()
+                for key, body, size, content_type, metadata in rows:
+                    with (self.path / BODIES / body).open("rb") as data:
                         s3.put_object(
-                            Bucket=bucket,
-                            Key=obj["key"],
-                            Body=data,
-                            ContentType=obj["content_type"],
-                            Metadata=obj["metadata"],
+                            Bucket=bucket, Key=key, Body=data, ContentType=content_type, Metadata=json.loads(metadata)
                         )
                     report.objects += 1
-                    report.bytes += body.stat().st_size
+                    report.bytes += size
                 report.buckets += 1
-        except (ClientError, BotoCoreError, OSError, KeyError, ValueError) as exc:
-            raise StateDirError(f"could not restore the state saved in {snapshot}: {exc}") from exc
+        except (ClientError, BotoCoreError, OSError, sqlite3.Error, KeyError, ValueError) as exc:
+            raise StateDirError(f"could not restore the state saved in {self.path}: {exc}") from exc
         return report
 
-    def save(self, dynamodb: Any, s3: Any, table_names: Iterable[str], bucket_names: Iterable[str]) -> SaveReport:
-        """Snapshot every item of the tables and every object of the buckets, replacing the previous snapshot."""
-        with self._lock:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._current_snapshot()  # puts back a snapshot a crashed save left aside, before it is replaced
-            for stale in [*self.path.glob(".tmp-*"), *self.path.glob(".old-*")]:  # left by saves that crashed
-                shutil.rmtree(stale, ignore_errors=True)
-            tmp = self.path / f".tmp-{uuid.uuid4().hex}"
-            try:
-                report = _write_snapshot(tmp, dynamodb, s3, table_names, bucket_names)
-                # Two renames: a crash between them leaves the previous snapshot under .old-*, which
-                # _current_snapshot puts back; at no point is there a half-written `snapshot`.
-                current, old = self.path / SNAPSHOT, self.path / f".old-{uuid.uuid4().hex}"
-                if current.exists():
-                    current.rename(old)
-                tmp.rename(current)
-                shutil.rmtree(old, ignore_errors=True)
-            except (ClientError, BotoCoreError, OSError) as exc:
-                raise StateDirError(
-                    f"could not save state to {self.path}, the previous snapshot is kept: {exc}"
-                ) from exc
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)  # gone after the swap; half-written if the save failed
-            return report
+    def _holds_anything(self) -> bool:
+        assert self._db is not None
+        return any(
+            self._db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None for table in ("items", "objects")
+        )
 
-    def _current_snapshot(self) -> Path | None:
-        current = self.path / SNAPSHOT
-        if not current.is_dir():
-            left_aside = max(self.path.glob(".old-*"), key=lambda old: old.stat().st_mtime, default=None)
-            if left_aside is None:
-                return None
-            left_aside.rename(current)
-        return current
+    def _import_snapshot(self, dynamodb: Any, s3: Any, tables: set[str], buckets: set[str]) -> RestoreReport:
+        """A format-1 snapshot: loaded into the stack as before, then every item and object written to the database,
+        and the snapshot renamed so that the next start reads the database alone."""
+        snapshot = self.path / SNAPSHOT
+        report = _restore_snapshot(snapshot, dynamodb, s3, tables, buckets)
+        try:
+            for table in sorted(tables):
+                key = [k["AttributeName"] for k in dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]]
+                self.items_written(
+                    [
+                        ItemChange(table, json.dumps({name: item[name] for name in key}, sort_keys=True), item)
+                        for item in _scan(dynamodb, table)
+                    ]
+                )
+            for bucket in sorted(buckets):
+                self.objects_written(list(_objects(s3, bucket)))
+            snapshot.rename(self.path / f"{SNAPSHOT}.imported")
+        except (ClientError, BotoCoreError, OSError) as exc:
+            raise StateDirError(f"could not import the snapshot in {snapshot}: {exc}") from exc
+        LOG.info("state dir: imported the snapshot of format 1 in %s into %s", snapshot, DATABASE)
+        return report
 
 
 def runs_left_running(dynamodb: Any, runs_table: str) -> list[str]:
@@ -157,55 +291,50 @@ def runs_left_running(dynamodb: Any, runs_table: str) -> list[str]:
     return [item["run_id"]["S"] for page in pages for item in page["Items"]]
 
 
-# ---------------------------------------------------------------- snapshot files
+def _newer_format(where: Path, version: int) -> str:
+    return (
+        f"{where} was saved in state format {version} by a newer canvas; this one reads up to format "
+        f"{FORMAT_VERSION}. Upgrade canvas, or start with another --state-dir."
+    )
 
 
-def _write_snapshot(
-    folder: Path, dynamodb: Any, s3: Any, table_names: Iterable[str], bucket_names: Iterable[str]
-) -> SaveReport:
-    report = SaveReport()
-    manifest: dict[str, Any] = {
-        "format_version": FORMAT_VERSION,
-        "saved_at": datetime.now(UTC).isoformat(),
-        "tables": {},
-        "buckets": {},
-    }
-    (folder / "tables").mkdir(parents=True)
-    for table in table_names:
-        # Table and bucket names are limited to [A-Za-z0-9_.-], so they are safe file names.
-        file = f"tables/{table}.jsonl"
-        count = _write_lines(folder / file, (_map_binary(item, _to_base64) for item in _scan(dynamodb, table)))
-        manifest["tables"][table] = {"file": file, "items": count}
-        report.tables += 1
-        report.items += count
-    for bucket in bucket_names:
-        objects, size = _save_bucket(s3, bucket, folder / "buckets" / bucket)
-        manifest["buckets"][bucket] = {"folder": f"buckets/{bucket}", "objects": objects, "bytes": size}
-        report.buckets += 1
-        report.objects += objects
-        report.bytes += size
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+# ---------------------------------------------------------------- format 1: a snapshot a minute
+
+
+def _restore_snapshot(snapshot: Path, dynamodb: Any, s3: Any, tables: set[str], buckets: set[str]) -> RestoreReport:
+    report = RestoreReport()
+    manifest = _read_manifest(snapshot)
+    try:
+        for table, entry in manifest["tables"].items():
+            if table not in tables:
+                LOG.warning("state dir: table %s is gone from the stack; its items are not restored", table)
+                report.skipped.append(table)
+                continue
+            items = (_map_binary(item, base64.b64decode) for item in _read_lines(snapshot / entry["file"]))
+            report.items += _write_items(dynamodb, table, items, binary=True)
+            report.tables += 1
+        for bucket, entry in manifest["buckets"].items():
+            if bucket not in buckets:
+                LOG.warning("state dir: bucket %s is gone from the stack; its objects are not restored", bucket)
+                report.skipped.append(bucket)
+                continue
+            folder = snapshot / entry["folder"]
+            for obj in _read_lines(folder / "objects.jsonl"):
+                body = folder / obj["body"]
+                with body.open("rb") as data:
+                    s3.put_object(
+                        Bucket=bucket,
+                        Key=obj["key"],
+                        Body=data,
+                        ContentType=obj["content_type"],
+                        Metadata=obj["metadata"],
+                    )
+                report.objects += 1
+                report.bytes += body.stat().st_size
+            report.buckets += 1
+    except (ClientError, BotoCoreError, OSError, KeyError, ValueError) as exc:
+        raise StateDirError(f"could not restore the state saved in {snapshot}: {exc}") from exc
     return report
-
-
-def _save_bucket(s3: Any, bucket: str, folder: Path) -> tuple[int, int]:
-    folder.mkdir(parents=True)
-    count = size = 0
-    with (folder / "objects.jsonl").open("w", encoding="utf-8") as manifest:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            for listed in page.get("Contents", []):
-                key = listed["Key"]
-                # Keys may hold slashes, "..", or characters no file system takes: the key lives in the
-                # manifest, the body in a file named by the key's hash.
-                body = hashlib.sha256(key.encode("utf-8")).hexdigest()
-                obj = s3.get_object(Bucket=bucket, Key=key)
-                with (folder / body).open("wb") as out:
-                    shutil.copyfileobj(obj["Body"], out)
-                entry = {"key": key, "body": body, "content_type": obj["ContentType"], "metadata": obj["Metadata"]}
-                manifest.write(json.dumps(entry) + "\n")
-                count += 1
-                size += obj["ContentLength"]
-    return count, size
 
 
 def _read_manifest(snapshot: Path) -> dict[str, Any]:
@@ -214,21 +343,9 @@ def _read_manifest(snapshot: Path) -> dict[str, Any]:
         version = manifest["format_version"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise StateDirError(f"{snapshot} is not a canvas state snapshot: {exc}") from exc
-    if version > FORMAT_VERSION:
-        raise StateDirError(
-            f"{snapshot} was saved in state format {version} by a newer canvas; this one reads up to format "
-            f"{FORMAT_VERSION}. Upgrade canvas, or start with another --state-dir."
-        )
+    if version > 1:
+        raise StateDirError(_newer_format(snapshot, version))
     return manifest
-
-
-def _write_lines(file: Path, records: Iterable[dict[str, Any]]) -> int:
-    count = 0
-    with file.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record) + "\n")
-            count += 1
-    return count
 
 
 def _read_lines(file: Path) -> Iterator[dict[str, Any]]:
@@ -238,18 +355,28 @@ def _read_lines(file: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
+def _objects(s3: Any, bucket: str) -> Iterator[ObjectChange]:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for listed in page.get("Contents", []):
+            obj = s3.get_object(Bucket=bucket, Key=listed["Key"])
+            yield ObjectChange(bucket, listed["Key"], obj["Body"].read(), obj["ContentType"], obj["Metadata"])
+
+
 # ---------------------------------------------------------------- DynamoDB
 
 
 def _scan(dynamodb: Any, table: str) -> Iterator[dict[str, Any]]:
+    """Every item, in DynamoDB JSON with binary as base64 (as the journal holds them)."""
     for page in dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
-        yield from page["Items"]
+        for item in page["Items"]:
+            yield _map_binary(item, _to_base64)
 
 
-def _write_items(dynamodb: Any, table: str, items: Iterable[dict[str, Any]]) -> int:
+def _write_items(dynamodb: Any, table: str, items: Iterable[dict[str, Any]], binary: bool = False) -> int:
+    """Items in DynamoDB JSON, written in batches; binary values are base64 unless `binary` (already bytes)."""
     count, batch = 0, []
     for item in items:
-        batch.append({"PutRequest": {"Item": _map_binary(item, base64.b64decode)}})
+        batch.append({"PutRequest": {"Item": item if binary else _map_binary(item, base64.b64decode)}})
         if len(batch) == BATCH_SIZE:
             count += _write_batch(dynamodb, table, batch)
             batch = []

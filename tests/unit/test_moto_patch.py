@@ -1093,3 +1093,124 @@ def test_a_transaction_token_is_forgotten_after_its_window_oldest_first(transact
         assert list(moto_patch._applied_tokens) == ["recent", "new"]
     finally:
         moto_patch.uninstall_transaction_tokens()
+
+
+# ---------------------------------------------------------------- S3 bodies in files, writes journaled
+
+
+def test_the_s3_body_buffer_seam_keeps_the_shape_disk_bodies_implement():
+    # moto's FakeKey keeps an object's bytes in `tempfile.SpooledTemporaryFile` (in memory up to 5 MB), built from
+    # the `tempfile` of moto.s3.models, and uses no more of that buffer than DiskBody implements.
+    import re
+
+    from moto.s3 import models as s3_models
+
+    source = inspect.getsource(s3_models)
+    assert set(re.findall(r"\btempfile\.(\w+)", source)) == {"SpooledTemporaryFile"}
+    used = set(re.findall(r"_value_buffer\.(\w+)", inspect.getsource(s3_models.FakeKey)))
+    assert used <= {"seek", "read", "write", "truncate", "close"}, used - {"seek", "read", "write", "truncate", "close"}
+    assert {name for name in used} <= set(dir(moto_patch.DiskBody))
+
+
+def test_object_bodies_live_in_files_while_their_objects_do(aws, tmp_path):
+    # Given S3 bodies kept on disk
+    import gc
+
+    moto_patch.install_disk_bodies(tmp_path)
+    try:
+        aws.s3.create_bucket(Bucket="bodies")
+        big = bytes(range(256)) * 24_000  # 6 MB: past moto's 5 MB in-memory buffer too
+        # When objects are written, one over another, and read
+        aws.s3.put_object(Bucket="bodies", Key="big", Body=big)
+        aws.s3.put_object(Bucket="bodies", Key="small", Body=b"first")
+        aws.s3.put_object(Bucket="bodies", Key="small", Body=b"second")
+        aws.s3.put_object(Bucket="bodies", Key="empty", Body=b"")
+        copied = aws.s3.copy_object(Bucket="bodies", Key="copy", CopySource={"Bucket": "bodies", "Key": "big"})
+        gc.collect()
+        # Then each reads back whole, with moto's ETag, from one file per non-empty object
+        assert aws.s3.get_object(Bucket="bodies", Key="big")["Body"].read() == big
+        assert aws.s3.get_object(Bucket="bodies", Key="big", Range="bytes=256-511")["Body"].read() == bytes(range(256))
+        assert aws.s3.get_object(Bucket="bodies", Key="small")["Body"].read() == b"second"
+        assert aws.s3.get_object(Bucket="bodies", Key="empty")["Body"].read() == b""
+        assert copied["CopyObjectResult"]["ETag"] == aws.s3.head_object(Bucket="bodies", Key="big")["ETag"]
+        assert sorted(f.stat().st_size for f in tmp_path.iterdir()) == [6, len(big), len(big)]
+        # And a deleted object's file goes with it
+        aws.s3.delete_object(Bucket="bodies", Key="big")
+        gc.collect()
+        assert sorted(f.stat().st_size for f in tmp_path.iterdir()) == [6, len(big)]
+    finally:
+        moto_patch.uninstall_disk_bodies()
+
+
+def test_the_journal_seams_keep_the_shapes_the_patches_implement():
+    # The S3 writes are noted where moto's backend puts and deletes a key (the response sets the metadata after
+    # put_object, so the request's end is when they are journaled); a DynamoDB write is read back through
+    # get_item, with the body DynamoHandler.call_action parsed.
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.s3.models import S3Backend
+
+    assert list(inspect.signature(S3Backend.put_object).parameters)[:4] == ["self", "bucket_name", "key_name", "value"]
+    assert list(inspect.signature(S3Backend.delete_object).parameters)[:3] == ["self", "bucket_name", "key_name"]
+    assert "new_key.set_metadata(metadata)" in inspect.getsource(S3Response.put_object)
+    assert list(inspect.signature(DynamoDBBackend.get_item).parameters)[:3] == ["self", "table_name", "keys"]
+    assert "self.body = " in inspect.getsource(DynamoHandler.call_action)
+    for name in moto_patch._S3_ENTRY_POINTS:
+        assert callable(getattr(S3Response, name))
+
+
+class RecordingJournal:
+    def __init__(self) -> None:
+        self.items: list[list[moto_patch.ItemChange]] = []
+        self.objects: list[list[moto_patch.ObjectChange]] = []
+
+    def items_written(self, changes: list[moto_patch.ItemChange]) -> None:
+        self.items.append(changes)
+
+    def objects_written(self, changes: list[moto_patch.ObjectChange]) -> None:
+        self.objects.append(changes)
+
+
+def test_each_acknowledged_write_reaches_the_journal_once_with_what_the_backend_holds(aws, backend_locks):
+    # Given a journal
+    create_table(aws.dynamodb)
+    aws.s3.create_bucket(Bucket="bodies")
+    journal = RecordingJournal()
+    moto_patch.install_write_journal(journal)
+    try:
+        # When items are written in a transaction, one fails its condition, one is read, and an object is written
+        aws.dynamodb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "a"}, "sk": {"S": "1"}, "n": {"N": "1"}}}},
+                {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "a"}, "sk": {"S": "2"}, "blob": {"B": b"\x00"}}}},
+            ]
+        )
+        with pytest.raises(ClientError):
+            aws.dynamodb.put_item(
+                TableName=TABLE,
+                Item={"pk": {"S": "a"}, "sk": {"S": "1"}},
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        aws.dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})
+        aws.dynamodb.update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": "a"}, "sk": {"S": "1"}},
+            UpdateExpression="SET n = n + :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+        )
+        aws.s3.put_object(Bucket="bodies", Key="k/1.txt", Body=b"x", ContentType="text/csv", Metadata={"Run-Id": "r"})
+        aws.s3.get_object(Bucket="bodies", Key="k/1.txt")
+        aws.s3.delete_object(Bucket="bodies", Key="k/1.txt")
+    finally:
+        moto_patch.uninstall_write_journal()
+
+    # Then the transaction is one change of two items, the refused write and the read none, the update what it left
+    assert [[(c.table, json.loads(c.key)) for c in changes] for changes in journal.items] == [
+        [(TABLE, {"pk": {"S": "a"}, "sk": {"S": "1"}}), (TABLE, {"pk": {"S": "a"}, "sk": {"S": "2"}})],
+        [(TABLE, {"pk": {"S": "a"}, "sk": {"S": "1"}})],
+    ]
+    assert journal.items[0][1].item == {"pk": {"S": "a"}, "sk": {"S": "2"}, "blob": {"B": "AA=="}}
+    assert journal.items[1][0].item == {"pk": {"S": "a"}, "sk": {"S": "1"}, "n": {"N": "2"}}
+    assert journal.objects == [
+        [moto_patch.ObjectChange("bodies", "k/1.txt", b"x", "text/csv", {"run-id": "r"})],
+        [moto_patch.ObjectChange("bodies", "k/1.txt", None)],
+    ]

@@ -1,11 +1,13 @@
-"""canvas_local.state_dir: what `canvas serve --state-dir` saves is what the next start finds, a failed or
-interrupted save keeps the previous snapshot, and the runs a restart left `running` are found."""
+"""canvas_local.state_dir: every write the stack acknowledges is in the state directory when its answer comes back
+(a transaction whole, or nothing of it), the next start finds it all, a crash leaves nothing unreadable behind, the
+snapshot of the format before is imported, and the runs a restart left `running` are found."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import logging
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,8 +21,8 @@ from moto import mock_aws
 from canvas_core.adapters.store import Store
 from canvas_core.models.items import RunItem
 from canvas_core.settings import ServiceSettings
-from canvas_local import state_dir
-from canvas_local.state_dir import FORMAT_VERSION, RestoreReport, SaveReport, StateDir, StateDirError
+from canvas_local import moto_patch, state_dir
+from canvas_local.state_dir import FORMAT_VERSION, RestoreReport, StateDir, StateDirError
 from tests.support import function_environment
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("model_env")]
@@ -65,17 +67,15 @@ class Stack:
         for key, (body, content_type, metadata) in objects.items():
             self.s3.put_object(Bucket=BUCKET, Key=key, Body=body, ContentType=content_type, Metadata=metadata)
 
-    def save(self, state: StateDir, **clients: Any) -> SaveReport:
-        return state.save(clients.get("dynamodb", self.dynamodb), clients.get("s3", self.s3), [TABLE], [BUCKET])
-
     def restore(self, state: StateDir) -> RestoreReport:
         return state.restore(self.dynamodb, self.s3, [TABLE], [BUCKET])
 
 
 @contextmanager
-def embedded_stack() -> Iterator[Stack]:
-    """A fresh stack as `canvas serve` provisions it: empty tables and bucket, in memory until it stops."""
-    with mock_aws():
+def embedded_stack(journal: StateDir | None = None) -> Iterator[Stack]:
+    """A fresh stack as `canvas serve` provisions it: empty tables and bucket, in memory until it stops; with a
+    journal, each write from the first one on is written to it as the stack writes it."""
+    with mock_aws(), moto_patch.backend_locks():
         stack = Stack(boto3.client("dynamodb", region_name="us-east-1"), boto3.client("s3", region_name="us-east-1"))
         stack.dynamodb.create_table(
             TableName=TABLE,
@@ -90,7 +90,16 @@ def embedded_stack() -> Iterator[Stack]:
             ],
         )
         stack.s3.create_bucket(Bucket=BUCKET)
-        yield stack
+        if journal is None:
+            yield stack
+            return
+        journal.open()
+        moto_patch.install_write_journal(journal)
+        try:
+            yield stack
+        finally:
+            moto_patch.uninstall_write_journal()
+            journal.close()
 
 
 def canvas_item(i: int, title: str = "Block") -> dict[str, Any]:
@@ -115,137 +124,237 @@ def put_items(stack: Stack, count: int, title: str = "Block") -> None:
         stack.dynamodb.put_item(TableName=TABLE, Item=canvas_item(i, title))
 
 
-# ---------------------------------------------------------------- round trip
+# ---------------------------------------------------------------- every write, as it is acknowledged
 
 
-def test_a_restart_finds_every_item_and_object_as_saved(tmp_path: Path) -> None:
-    # Given a stack with 40 items (two batches of BatchWriteItem) and objects with awkward keys, saved
+def test_a_restart_finds_every_item_and_object_as_written(tmp_path: Path) -> None:
+    # Given a stack journaling to a state dir: 40 items with every kind of attribute, objects with awkward keys
     state = StateDir(tmp_path / "state")
-    with embedded_stack() as first:
+    with embedded_stack(state) as first:
         put_items(first, 40)
         first.put_objects(OBJECTS)
-        saved_items, saved_objects = first.items(), first.objects()
-        saved = first.save(state)
+        written_items, written_objects = first.items(), first.objects()
+        # (the process ends here without any save: nothing is written at stop)
 
-    # When the stack starts again, empty, and restores
+    # When a new stack starts, empty, and restores
     with embedded_stack() as second:
-        assert second.items() == []
-        restored = second.restore(state)
+        restored = second.restore(StateDir(tmp_path / "state"))
 
-        # Then items and objects are exactly as they were: binary, numbers, sets, maps, lists, types, metadata
-        assert second.items() == saved_items
-        assert second.objects() == saved_objects == OBJECTS
+        # Then it holds exactly what was written
+        assert second.items() == written_items
+        assert second.objects() == written_objects == OBJECTS
     size = sum(len(body) for body, _, _ in OBJECTS.values())
-    assert saved == SaveReport(tables=1, items=40, buckets=1, objects=3, bytes=size)
     assert restored == RestoreReport(tables=1, items=40, buckets=1, objects=3, bytes=size)
     assert str(restored) == f"40 items in 1 tables, 3 objects ({size} bytes) in 1 buckets"
 
 
-def test_a_second_save_replaces_the_first(tmp_path: Path) -> None:
-    # Given a state dir saved twice, with an object deleted and items changed in between
+def test_updates_deletes_batches_and_transactions_are_journaled_as_the_table_holds_them(tmp_path: Path) -> None:
+    # Given a journaled stack
     state = StateDir(tmp_path)
-    with embedded_stack() as first:
-        put_items(first, 3, title="Draft")
+    with embedded_stack(state) as first:
+        put_items(first, 6)
+        # When items are updated, deleted, written in a batch and in a transaction, and objects replaced and deleted
+        first.dynamodb.update_item(
+            TableName=TABLE,
+            Key={"canvas_id": {"S": "canvas-b"}, "item_id": {"S": "NODE#000"}},
+            UpdateExpression="SET credits = credits + :one REMOVE thumbnail",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+        )
+        first.dynamodb.delete_item(TableName=TABLE, Key={"canvas_id": {"S": "canvas-a"}, "item_id": {"S": "NODE#001"}})
+        first.dynamodb.batch_write_item(
+            RequestItems={
+                TABLE: [
+                    {"PutRequest": {"Item": canvas_item(10, "Batched")}},
+                    {"DeleteRequest": {"Key": {"canvas_id": {"S": "canvas-a"}, "item_id": {"S": "NODE#003"}}}},
+                ]
+            }
+        )
+        first.dynamodb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": TABLE, "Item": canvas_item(11, "Transacted")}},
+                {
+                    "Update": {
+                        "TableName": TABLE,
+                        "Key": {"canvas_id": {"S": "canvas-b"}, "item_id": {"S": "NODE#002"}},
+                        "UpdateExpression": "SET title = :t",
+                        "ExpressionAttributeValues": {":t": {"S": "Renamed"}},
+                    }
+                },
+                {"Delete": {"TableName": TABLE, "Key": {"canvas_id": {"S": "canvas-a"}, "item_id": {"S": "NODE#005"}}}},
+            ]
+        )
         first.put_objects(OBJECTS)
-        first.save(state)
-        put_items(first, 3, title="Final")
-        first.s3.delete_object(Bucket=BUCKET, Key="runs/r-1/report.docx")
-        first.save(state)
+        first.s3.put_object(Bucket=BUCKET, Key="runs/r-1/report.docx", Body=b"second version", ContentType="text/plain")
+        first.s3.delete_object(Bucket=BUCKET, Key="odd//keys/../with ?&%+=#chars.txt")
+        written_items, written_objects = first.items(), first.objects()
 
-    # When a new stack restores
+    # Then a restart finds the tables and the bucket as they were, and no body file outlives its object
     with embedded_stack() as second:
-        second.restore(state)
-
-        # Then it holds what the second save saw, and the state dir holds one snapshot
-        assert sorted(item["title"]["S"] for item in second.items()) == [f"Final {i} — ünïcode ✓" for i in range(3)]
-        assert set(second.objects()) == set(OBJECTS) - {"runs/r-1/report.docx"}
-    assert [path.name for path in tmp_path.iterdir()] == ["snapshot"]
-
-
-# ---------------------------------------------------------------- a save that fails or is interrupted
+        second.restore(StateDir(tmp_path))
+        assert second.items() == written_items
+        assert second.objects() == written_objects
+    assert {item["item_id"]["S"] for item in written_items} == {f"NODE#{i:03}" for i in (0, 2, 4, 10, 11)}
+    assert len(list((tmp_path / state_dir.BODIES).iterdir())) == 2
 
 
-class FailingS3:
-    """An S3 client whose downloads fail after the first: a save that breaks midway."""
-
-    def __init__(self, s3: Any) -> None:
-        self._s3 = s3
-        self._downloads = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._s3, name)
-
-    def get_object(self, **kwargs: Any) -> Any:
-        self._downloads += 1
-        if self._downloads > 1:
-            raise ClientError({"Error": {"Code": "InternalError", "Message": "We hit a snag"}}, "GetObject")
-        return self._s3.get_object(**kwargs)
-
-
-def test_a_save_that_fails_midway_keeps_the_previous_snapshot(tmp_path: Path) -> None:
-    # Given a saved stack whose items and objects then change
+def test_a_cancelled_transaction_leaves_the_journal_as_it_was(tmp_path: Path) -> None:
+    # Given a journaled stack with one item
     state = StateDir(tmp_path)
-    first_objects = {key: OBJECTS[key] for key in list(OBJECTS)[:1]}
-    with embedded_stack() as first:
-        put_items(first, 30, title="Saved")
-        first.put_objects(first_objects)
-        first.save(state)
-        put_items(first, 30, title="Unsaved")
-        first.put_objects(OBJECTS)
+    with embedded_stack(state) as first:
+        put_items(first, 1)
+        before = sqlite3.connect(tmp_path / state_dir.DATABASE).execute("SELECT tbl, key, item FROM items").fetchall()
 
-        # When the next save fails while downloading objects
-        with pytest.raises(StateDirError, match=r"previous snapshot is kept.*We hit a snag"):
-            first.save(state, s3=FailingS3(first.s3))
+        # When a transaction's condition fails
+        with pytest.raises(ClientError, match="TransactionCanceled"):
+            first.dynamodb.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": TABLE, "Item": canvas_item(7)}},
+                    {
+                        "Update": {
+                            "TableName": TABLE,
+                            "Key": {"canvas_id": {"S": "canvas-b"}, "item_id": {"S": "NODE#000"}},
+                            "UpdateExpression": "SET credits = :zero",
+                            "ConditionExpression": "credits > :big",
+                            "ExpressionAttributeValues": {":zero": {"N": "0"}, ":big": {"N": "100"}},
+                        }
+                    },
+                ]
+            )
 
-    # Then nothing half-written is left, and a restart finds the state of the first save
-    assert [path.name for path in tmp_path.iterdir()] == ["snapshot"]
-    with embedded_stack() as second:
-        assert second.restore(state).items == 30
-        assert {item["title"]["S"].split()[0] for item in second.items()} == {"Saved"}
-        assert second.objects() == first_objects
+        # Then the journal holds what it held
+        after = sqlite3.connect(tmp_path / state_dir.DATABASE).execute("SELECT tbl, key, item FROM items").fetchall()
+        assert after == before
+        assert len(after) == 1
 
 
-def test_a_save_interrupted_between_its_renames_restores_the_previous_snapshot(tmp_path: Path) -> None:
-    # Given a saved stack, then a save that crashed after setting the snapshot aside, before swapping its own in
+def test_a_write_is_in_the_database_when_its_call_returns(tmp_path: Path) -> None:
+    # Given a journaled stack
     state = StateDir(tmp_path)
+    with embedded_stack(state) as first:
+        # When an item is put and an object written
+        first.dynamodb.put_item(TableName=TABLE, Item=canvas_item(3))
+        first.s3.put_object(Bucket=BUCKET, Key="a/b.txt", Body=b"hello", Metadata={"run-id": "r-9"})
+
+        # Then another connection (another process, after a crash) reads both already
+        db = sqlite3.connect(tmp_path / state_dir.DATABASE)
+        ((key, item),) = db.execute("SELECT key, item FROM items WHERE tbl = ?", (TABLE,)).fetchall()
+        ((body, content_type, metadata),) = db.execute(
+            "SELECT body, content_type, metadata FROM objects WHERE bucket = ? AND key = 'a/b.txt'", (BUCKET,)
+        ).fetchall()
+    assert json.loads(key) == {"canvas_id": {"S": "canvas-a"}, "item_id": {"S": "NODE#003"}}
+    assert json.loads(item)["title"] == {"S": "Block 3 — ünïcode ✓"}
+    assert (tmp_path / state_dir.BODIES / body).read_bytes() == b"hello"
+    assert (content_type, json.loads(metadata)) == ("binary/octet-stream", {"run-id": "r-9"})
+
+
+def test_a_body_whose_row_a_crash_never_wrote_is_removed_at_the_next_start(tmp_path: Path) -> None:
+    # Given a state dir with an object, and body files a crash left without a row (a whole one, a partial one)
+    state = StateDir(tmp_path)
+    with embedded_stack(state) as first:
+        first.s3.put_object(Bucket=BUCKET, Key="kept.txt", Body=b"kept")
+    (tmp_path / state_dir.BODIES / ("0" * 64)).write_bytes(b"orphan")
+    (tmp_path / state_dir.BODIES / ".partial-1234").write_bytes(b"half")
+
+    # When the state dir is opened again
+    again = StateDir(tmp_path)
+    again.open()
+    again.close()
+
+    # Then only the named body is left
+    assert [body.read_bytes() for body in (tmp_path / state_dir.BODIES).iterdir()] == [b"kept"]
+
+
+# ---------------------------------------------------------------- the snapshot of format 1
+
+
+def write_format_1_snapshot(folder: Path, items: list[dict[str, Any]], objects: dict[str, bytes]) -> None:
+    """A snapshot as canvas wrote it before the journal: items as JSON lines (binary as base64), bodies by key hash."""
+    import base64
+    import hashlib
+
+    def b64(attribute: dict[str, Any]) -> dict[str, Any]:
+        ((kind, value),) = attribute.items()
+        if kind == "B":
+            return {kind: base64.b64encode(value).decode()}
+        if kind == "BS":
+            return {kind: [base64.b64encode(v).decode() for v in value]}
+        if kind == "M":
+            return {kind: {n: b64(v) for n, v in value.items()}}
+        if kind == "L":
+            return {kind: [b64(v) for v in value]}
+        return attribute
+
+    (folder / "tables").mkdir(parents=True)
+    (folder / "buckets" / BUCKET).mkdir(parents=True)
+    lines = [json.dumps({name: b64(value) for name, value in item.items()}) for item in items]
+    (folder / "tables" / f"{TABLE}.jsonl").write_text("\n".join(lines) + "\n")
+    entries = []
+    for key, body in objects.items():
+        name = hashlib.sha256(key.encode()).hexdigest()
+        (folder / "buckets" / BUCKET / name).write_bytes(body)
+        entries.append(json.dumps({"key": key, "body": name, "content_type": "text/plain", "metadata": {"a": "b"}}))
+    (folder / "buckets" / BUCKET / "objects.jsonl").write_text("\n".join(entries) + "\n")
+    manifest = {
+        "format_version": 1,
+        "tables": {TABLE: {"file": f"tables/{TABLE}.jsonl", "items": len(items)}},
+        "buckets": {BUCKET: {"folder": f"buckets/{BUCKET}", "objects": len(objects)}},
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_format_1_snapshot_is_imported_once_and_then_read_from_the_database(tmp_path: Path) -> None:
+    # Given a state dir holding a snapshot of the format before
+    items = [canvas_item(i) for i in range(30)]
+    write_format_1_snapshot(tmp_path / "snapshot", items, {"x/y.txt": b"why", "z.txt": b""})
+
+    # When a stack starts on it, and a second one after it
     with embedded_stack() as first:
-        put_items(first, 5)
-        first.put_objects(OBJECTS)
-        first.save(state)
-        saved_items = first.items()
-    (tmp_path / "snapshot").rename(tmp_path / ".old-0123")
-    (tmp_path / ".tmp-4567" / "tables").mkdir(parents=True)
-
-    # When a new stack restores
+        imported = first.restore(StateDir(tmp_path))
+        first_items, first_objects = first.items(), first.objects()
     with embedded_stack() as second:
-        report = second.restore(state)
+        restored = second.restore(StateDir(tmp_path))
+        second_items, second_objects = second.items(), second.objects()
 
-        # Then it finds the previous snapshot
-        assert (report.items, report.objects) == (5, 3)
-        assert second.items() == saved_items
-        assert second.objects() == OBJECTS
+    # Then both find every item and object, the second from the database, the snapshot set aside
+    assert (imported.items, imported.objects) == (restored.items, restored.objects) == (30, 2)
+    assert len(first_items) == 30
+    assert second_items == first_items
+    assert (
+        second_objects
+        == first_objects
+        == {"x/y.txt": (b"why", "text/plain", {"a": "b"}), "z.txt": (b"", "text/plain", {"a": "b"})}
+    )
+    assert not (tmp_path / "snapshot").exists()
+    assert (tmp_path / "snapshot.imported" / "manifest.json").is_file()
 
 
 # ---------------------------------------------------------------- what restore refuses or skips
 
 
-def test_a_snapshot_from_a_newer_format_is_refused(tmp_path: Path) -> None:
-    # Given a snapshot written by a newer canvas
+def test_a_state_dir_from_a_newer_format_is_refused(tmp_path: Path) -> None:
+    # Given a state database written by a newer canvas
     state = StateDir(tmp_path)
-    with embedded_stack() as first:
+    with embedded_stack(state) as first:
         put_items(first, 2)
-        first.save(state)
-    manifest_file = tmp_path / "snapshot" / "manifest.json"
-    manifest = json.loads(manifest_file.read_text())
-    manifest_file.write_text(json.dumps(manifest | {"format_version": FORMAT_VERSION + 1}))
+    db = sqlite3.connect(tmp_path / state_dir.DATABASE)
+    with db:
+        db.execute("UPDATE meta SET value = ? WHERE name = 'format_version'", (str(FORMAT_VERSION + 1),))
+    db.close()
 
-    # When a stack restores it
+    # When a stack restores it, Then it is refused and nothing is restored
     with embedded_stack() as second:
         with pytest.raises(StateDirError, match=f"state format {FORMAT_VERSION + 1} by a newer canvas"):
-            second.restore(state)
-
-        # Then it restores nothing
+            second.restore(StateDir(tmp_path))
         assert second.items() == []
+
+
+def test_a_state_database_that_is_not_one_says_so(tmp_path: Path) -> None:
+    # Given a state dir whose database file holds something else
+    (tmp_path / state_dir.DATABASE).write_bytes(b"not a database, " * 200)
+
+    # When it is opened, Then the error names the file
+    with pytest.raises(StateDirError, match=r"state\.db is not a canvas state database"):
+        StateDir(tmp_path).open()
 
 
 @pytest.mark.parametrize("folder", ["never-created", "."])
@@ -261,14 +370,15 @@ def test_a_missing_or_empty_state_dir_restores_nothing(tmp_path: Path, folder: s
         assert report == RestoreReport()
         assert stack.items() == []
         assert stack.objects() == {}
+    state.close()
 
 
 def test_tables_and_buckets_the_stack_no_longer_has_are_skipped_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Given a snapshot of a table and a bucket that a later template dropped
+    # Given a state dir holding a table and a bucket that a later template dropped
     state = StateDir(tmp_path)
-    with embedded_stack() as first:
+    with embedded_stack(state) as first:
         put_items(first, 3)
         first.s3.create_bucket(Bucket="retired-bucket")
         first.s3.put_object(Bucket="retired-bucket", Key="old.txt", Body=b"old")
@@ -278,11 +388,11 @@ def test_tables_and_buckets_the_stack_no_longer_has_are_skipped_with_a_warning(
             AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
         )
-        state.save(first.dynamodb, first.s3, [TABLE, "RetiredTable"], [BUCKET, "retired-bucket"])
+        first.dynamodb.put_item(TableName="RetiredTable", Item={"id": {"S": "gone"}})
 
     # When a stack without them restores
     with embedded_stack() as second, caplog.at_level(logging.WARNING, logger=state_dir.__name__):
-        report = second.restore(state)
+        report = second.restore(StateDir(tmp_path))
 
         # Then the rest is restored, and the log says what was left out
         assert len(second.items()) == 3
@@ -324,12 +434,11 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("no_backoff")
 def test_items_dynamodb_hands_back_unprocessed_are_written_again(tmp_path: Path) -> None:
-    # Given a snapshot of 30 items
-    state = StateDir(tmp_path)
-    with embedded_stack() as first:
+    # Given a state dir of 30 items
+    with embedded_stack(StateDir(tmp_path)) as first:
         put_items(first, 30)
         saved_items = first.items()
-        first.save(state)
+    state = StateDir(tmp_path)
 
     # When a stack whose DynamoDB throttles part of each batch restores it
     with embedded_stack() as second:
@@ -342,11 +451,10 @@ def test_items_dynamodb_hands_back_unprocessed_are_written_again(tmp_path: Path)
 
 @pytest.mark.usefixtures("no_backoff")
 def test_items_dynamodb_keeps_handing_back_fail_the_restore(tmp_path: Path) -> None:
-    # Given a snapshot, and a DynamoDB that never takes a whole batch
-    state = StateDir(tmp_path)
-    with embedded_stack() as first:
+    # Given a state dir, and a DynamoDB that never takes a whole batch
+    with embedded_stack(StateDir(tmp_path)) as first:
         put_items(first, 3)
-        first.save(state)
+    state = StateDir(tmp_path)
 
     # When a stack restores it, Then the error says how many items were left out
     with embedded_stack() as second, pytest.raises(StateDirError, match=f"table {TABLE} left 1 items unwritten"):
