@@ -264,10 +264,74 @@ def test_a_memo_takes_its_header_from_the_draft(canvas):
 
 
 def test_an_offline_memo_has_the_default_header(canvas):
-    result = canvas.run("memo-block", [research()], prompt="Memo on tides for the harbour team")
+    result = canvas.run("memo-block", [research()], prompt="Memo on spring tides")
     memo = check_docx(only_artifact(result, "docx")[1])
     assert memo.paragraphs[1:3] == ["TO:\tAll stakeholders", "FROM:\tResearch team"]
-    assert memo.paragraphs[4] == "SUBJECT:\tTides for the harbour team"
+    assert memo.paragraphs[4] == "SUBJECT:\tSpring tides"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "to", "sender", "subject"),
+    [
+        ("Memo on tides for the harbour team", "The harbour team", "Research team", "Tides for the harbour team"),
+        ("Write a memo to the board from the CFO about the Q3 results", "The board", "The CFO", "Q3 results"),
+    ],
+)
+def test_an_offline_memo_is_addressed_as_the_request_says(canvas, prompt, to, sender, subject):
+    result = canvas.run("memo-block", [research()], prompt=prompt)
+    artifact, data = only_artifact(result, "docx")
+    memo = check_docx(data)
+    assert memo.paragraphs[1:3] == [f"TO:\t{to}", f"FROM:\t{sender}"]
+    assert memo.paragraphs[4] == f"SUBJECT:\t{subject}"
+    assert artifact["name"].startswith("memo-")
+
+
+@pytest.mark.parametrize(
+    ("block_type", "prompt", "parts"),
+    [
+        (
+            "excel-block",
+            "Build a spreadsheet budget for a 3-day team offsite: travel, lodging, meals, activities.",
+            ["Travel", "Lodging", "Meals", "Activities"],
+        ),
+        (
+            "excel-block",
+            "Plan a wedding budget: venue, catering, music, flowers",
+            ["Venue", "Catering", "Music", "Flowers"],
+        ),
+        (
+            "document-block",
+            "Write a report on the warehouse audit:\n- stock levels\n- safety incidents\n- staffing gaps",
+            ["Stock levels", "Safety incidents", "Staffing gaps"],
+        ),
+        (
+            "presentation-block",
+            "Make a slide deck on renewable energy including solar, wind, hydro as well as geothermal",
+            ["Solar", "Wind", "Hydro", "Geothermal"],
+        ),
+        (
+            "memo-block",
+            "Draft a memo for the staff on the new policy: remote days, core hours, equipment",
+            ["Remote days", "Core hours", "Equipment"],
+        ),
+    ],
+)
+def test_offline_each_listed_item_is_a_row_section_or_slide(canvas, block_type, prompt, parts):
+    # Given a request listing its items however it writes them, and no model
+    result = canvas.run(block_type, [research()], prompt=prompt)
+    # Then each item is a part of the file, in order
+    kind = {"excel-block": "xlsx", "document-block": "docx", "presentation-block": "pptx", "memo-block": "docx"}
+    _, data = only_artifact(result, kind[block_type])
+    if block_type == "excel-block":
+        book = load_workbook(io.BytesIO(data))
+        texts = [str(c.value) for sheet in book.worksheets for row in sheet.iter_rows() for c in row if c.value]
+        found = [p for p in parts if any(t == p or t.startswith(p) for t in texts)]
+    elif block_type == "presentation-block":
+        found = [p for p in parts if any(v.title.startswith(p) for v in check_pptx(data))]
+    else:
+        found = [p for p in parts if p in [h for _, h in check_docx(data).headings]]
+    assert found == parts
+    assert "No material was provided beyond the prompt itself." not in result.node.content
 
 
 # ---- presentation-block ---------------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ def test_subtasks_are_the_parts_and_a_memo_knows_its_audience():
         (
             "Write a report on why tides differ between coasts, based on the latest research from the national "
             "oceanography centre and the university",
-            "Why tides differ between coasts, based on the latest research",
+            "Why tides differ between coasts",
         ),
     ],
 )

@@ -39,14 +39,33 @@ _WORD = r"[\w'\u2019&/.$€£%+-]+"
 _ITEM = rf"{_WORD}(?:\s+{_WORD}){{0,5}}?"
 _LEADS = re.compile(
     r"\b(?:on|for|of|covering|about|across|including|includes?|by|between|with|into|per|covers?|categories|compar\w+|"
-    r"items|sections|topics|criteria|like|such as)[:\s]+",
+    r"items|sections|topics|criteria|like|such as)[:\s]+|:\s*",
     re.IGNORECASE,
 )
+# The words that join a list's last item: "and", "or", "&", "as well as", "plus".
+_JOIN = r"(?:and|or|&|as\s+well\s+as|plus)"
 _LIST = re.compile(
-    rf"(?P<items>{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|or|&)\s+{_ITEM})"
+    rf"(?P<items>{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+{_JOIN}\s+{_ITEM})"
     rf"(?=\s*(?:[.;:!?()\n]|$|\s(?:for|in|to|at|from|with|so|that|which|using|on|by)\b))",
     re.IGNORECASE,
 )
+# A list with commas alone ("travel, lodging, meals, activities"), read where a lead or a colon opens it and the
+# sentence ends with it.
+_COMMA_LIST = re.compile(rf"(?P<items>{_ITEM}(?:\s*[,;]\s*{_ITEM})+)(?=\s*(?:[.;!?\n]|$))", re.IGNORECASE)
+_SPLIT_ITEMS = re.compile(rf"\s*[,;]\s*(?:{_JOIN}\s+)?|\s+{_JOIN}\s+", re.IGNORECASE)
+# A line of a bulleted or numbered list.
+_LIST_LINE = re.compile(r"^\s*(?:[-*+\u2022\u2013]|\(?\d{1,2}[.)]|[a-z][.)])\s+(?P<item>\S.*?)\s*$", re.IGNORECASE)
+# Words a title never ends on: prepositions, articles, conjunctions, determiners, and the participles that open a
+# modifying clause ("based on", "aimed at").
+_FUNCTION_WORDS_TEXT = (
+    "a an the and or but nor so yet as if than that which who whom whose while where when whether because about "
+    "above across after against along among around at before behind below beneath beside between beyond by "
+    "concerning covering despite during except for from in including inside into like near of off on onto over "
+    "past per plus regarding since through throughout till to toward towards under until upon via with within "
+    "without versus vs our your their my its his her this these those some any each every based aimed focused "
+    "targeted designed intended using such also then"
+)
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
 _COMPARE = re.compile(
     rf"\b(?:compar\w*|contrast\w*)\s+(?P<a>{_ITEM})\s+(?:and|with|to|versus|vs\.?)\s+(?P<b>{_ITEM})"
     rf"(?=\s*(?:[.;:!?,\n]|$|\s(?:on|for|in|by|across|regarding|over|at)\b))",
@@ -93,6 +112,7 @@ class Outline:
     count: int | None = None  # slides (or parts) asked for, when the request says how many
     subjects: tuple[str, ...] = ()  # what is compared
     audience: str | None = None  # whom a memo is for
+    sender: str | None = None  # whom a memo is from
 
     def __bool__(self) -> bool:
         return bool(self.items or self.count)
@@ -102,33 +122,80 @@ def read_request(prompt: str, subtasks: list[str] | None = None) -> Outline:
     """The outline a request asks for: its subtasks (when it has several), else the items it names."""
     text = " ".join((prompt or "").split())
     subjects = _subjects(text)
-    items = [_heading(s) for s in subtasks] if subtasks and len(subtasks) > 1 else _named_items(text, subjects)
+    lines = _listed_lines(prompt or "")
+    if len(lines) >= 2:
+        items = lines
+    elif subtasks and len(subtasks) > 1:
+        items = [_heading(s) for s in subtasks]
+    else:
+        items = _named_items(text, subjects)
     if not items and len(subjects) >= 2:
         items = [_label(s) for s in subjects]
     count = _count(text)
-    audience = _TO.search(text)
+    audience, sender = _addressees(text)
     return Outline(
         items=tuple(dict.fromkeys(i for i in items if i))[:MAX_ITEMS],
         count=count,
         subjects=tuple(_label(s) for s in subjects),
-        audience=_label(audience.group("to")) if audience else None,
+        audience=audience,
+        sender=sender,
     )
+
+
+def _listed_lines(prompt: str) -> list[str]:
+    """The items of a bulleted or numbered list in the prompt, each as a heading."""
+    return [_heading(m["item"].rstrip(" .;,")) for line in prompt.splitlines() if (m := _LIST_LINE.match(line))]
+
+
+_MEMO = r"\b(?:memo(?:randum)?|note|briefing|email|e-mail|letter)\b"
+_PARTY = r"(?:the\s+)?[\w&'.-]+(?:\s+[\w&'.-]+){0,4}?"
+_PARTY_END = (
+    r"(?=\s+(?:about|on|regarding|re|explaining|summari[sz]ing|outlining|that|with|asking|requesting|recommending|"
+    r"proposing|urging|to\s+(?!the\b)\w+|from|to|for|covering|including)\b|\s*[,.;:!?]|\s*$)"
+)
+_MEMO_TO = re.compile(rf"{_MEMO}[^.;:\n]{{0,40}}?\b(?:to|for)\s+(?P<to>{_PARTY}){_PARTY_END}", re.IGNORECASE)
+_MEMO_FROM = re.compile(
+    rf"{_MEMO}(?:\s+(?:to|for)\s+{_PARTY})?\s+from\s+(?P<sender>{_PARTY}){_PARTY_END}", re.IGNORECASE
+)
+
+
+def _addressees(text: str) -> tuple[str | None, str | None]:
+    """Whom a memo is for and whom it is from, when the request names them ("a memo to the board from the CFO")."""
+    to = _MEMO_TO.search(text) or _TO.search(text)
+    sender = _MEMO_FROM.search(text)
+    audience = _label(to["to"]) if to and not _NOT_A_PARTY.match(to["to"]) else None
+    return audience, _label(sender["sender"]) if sender and not _NOT_A_PARTY.match(sender["sender"]) else None
+
+
+# What follows "for" or "to" after "memo" without being a party: "a memo for approving", "a memo to explain".
+_NOT_A_PARTY = re.compile(
+    r"^(?:the\s+)?(?:approv\w*|explain\w*|decid\w*|summari\w*|outlin\w*|propos\w*|recommend\w*|request\w*|"
+    r"ask\w*|inform\w*|announc\w*|confirm\w*|update|review\w*)\b",
+    re.IGNORECASE,
+)
 
 
 def _named_items(text: str, subjects: list[str]) -> list[str]:
     found: list[list[str]] = []
     for lead in _LEADS.finditer(text):
-        match = _LIST.match(text, lead.end())
+        match = _LIST.match(text, lead.end()) or _COMMA_LIST.match(text, lead.end())
         if match is None:
             continue
-        parts = [p.strip() for p in re.split(r"\s*,\s*(?:and\s+|or\s+|&\s+)?|\s+(?:and|or|&)\s+", match["items"])]
+        parts = [p.strip() for p in _SPLIT_ITEMS.split(match["items"])]
         parts = [_trim(p) for p in parts if p.strip()]
-        named = len(parts) >= 2 and all(parts) and not any(_NOT_AN_ITEM.search(p) for p in parts)
+        named = len(parts) >= 2 and all(parts) and not any(_not_an_item(p) for p in parts)
         if named and {p.lower() for p in parts} != {s.lower() for s in subjects}:
             found.append(parts)
     # The longest list named, e.g. the criteria rather than the two things compared.
     best = max(found, key=len, default=[])
     return [_label(p) for p in best]
+
+
+def _not_an_item(part: str) -> bool:
+    """Whether a part is a request or a pronoun rather than an item; a lone "design" or "build" is an item."""
+    if part.lower() in ("design", "build", "draft", "design work"):
+        return False
+    return bool(_NOT_AN_ITEM.search(part))
 
 
 def _subjects(text: str) -> list[str]:
@@ -170,22 +237,48 @@ def _heading(subtask: str, limit: int = 70) -> str:
 
 
 def shorten(text: str, limit: int) -> str:
-    """Text within `limit` characters, cut where a clause ends (a comma, 'on', 'for', ...) rather than
-    mid-phrase; past any clause, at the last whole word."""
+    """Text within `limit` characters as a whole phrase: cut where a clause ends (a semicolon, a colon, a dash, a
+    comma outside a list) rather than mid-phrase; else before a word that opens a modifier ("that", "with",
+    "for", ...), never inside a range ("January to April"); past any of those, at the last whole word. Never
+    ending on a preposition, an article or a conjunction."""
+    text = " ".join(text.split())
     if len(text) <= limit:
-        return text
-    for boundary in (r";|:| - ", r" (?:on|for|with|about|in|to|by|that|which|from|at) ", r",| and "):
-        good = [m.start() for m in re.finditer(boundary, text) if 20 <= m.start() <= limit]
-        if good:
-            return text[: good[-1]].rstrip(" ,;:-")
-    return text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:-")
+        return whole_phrase(text)
+    listed = [m.span() for lead in _LEADS.finditer(text) if (m := _LIST.match(text, lead.end()))]
+    clauses = [
+        m.start()
+        for m in re.finditer(r"\s*(?:[;:(\u2013\u2014]|\s-\s|,)", text)
+        if 12 <= m.start() <= limit and not any(a < m.start() < b for a, b in listed)
+    ]
+    if clauses:
+        return whole_phrase(text[: clauses[-1]])
+    modifiers = [
+        m.start()
+        for m in re.finditer(
+            r"\s(?:that|which|who|where|with|without|for|about|on|in|by|from|at|based|aimed|using|so|because|while)\s",
+            text,
+        )
+        if 20 <= m.start() <= limit
+    ]
+    if modifiers:
+        return whole_phrase(text[: modifiers[-1]])
+    return whole_phrase(text[: limit + 1].rsplit(" ", 1)[0])
+
+
+def whole_phrase(text: str) -> str:
+    """The text without trailing punctuation or trailing function words ("...covering", "...and the")."""
+    words = text.strip(" ,;:-\u2013\u2014(").split()
+    while len(words) > 1 and words[-1].lower().strip(".,;:") in FUNCTION_WORDS:
+        words.pop()
+    return " ".join(words).rstrip(" ,;:-(")
 
 
 def title_for(prompt: str, limit: int = 80) -> str:
     """A title from the request: "Make slides on our quarterly sales" -> "Our quarterly sales"; "Write a report
     comparing heat pumps and gas boilers on running costs, installation and emissions" -> "Heat pumps versus gas
-    boilers: running costs, installation and emissions". The first sentence without the request's verb and the
-    kind of deliverable, cut where a clause ends when it is long; never the prompt cut mid-phrase."""
+    boilers: running costs, installation and emissions". The first sentence without the request's verb, the kind
+    of deliverable and a memo's addressees, cut where a clause ends when it is long (`shorten`): a whole phrase of
+    at most `limit` characters, never ending on a function word."""
     lines = [line.strip() for line in (prompt or "").strip().splitlines() if line.strip()]
     first = re.split(r"(?<=[.!?;])\s+|;\s*", lines[0])[0] if lines else ""
     first = re.sub(r"^[#>*\-\s]+", "", first).strip().rstrip(".:;!")
@@ -198,9 +291,27 @@ def title_for(prompt: str, limit: int = 80) -> str:
             listed = " ".join(w if w[1:2].isupper() else w.lower() for w in listed.split(" "))
             if len(title) + len(listed) + 2 <= limit:
                 title = f"{title}: {listed}"
-        return title
+        return shorten(title, limit)
     rest = _KIND.sub("", _SECOND_REQUEST.sub("", _LEAD.sub("", first, count=1)), count=1)
-    # "a memo to the harbour team about spring tides": the subject, not the addressee
+    # "a memo to the harbour team about spring tides", "...for the board from the CFO about the results",
+    # "...to the board asking them to approve the office": the subject, not the addressees
+    rest = (
+        re.sub(
+            rf"^(?:(?:to|for)\s+)?{_PARTY}(?:\s+from\s+{_PARTY})?\s+(?:about|on|regarding|re)\s+",
+            "",
+            rest,
+            flags=re.IGNORECASE,
+        )
+        if re.search(_MEMO, first, re.IGNORECASE)
+        else rest
+    )
+    rest = re.sub(
+        r"^(?:to|for)\s+[^,.;:]{3,60}?\s+(?:asking|requesting|urging|recommending|proposing|suggesting)\s+"
+        r"(?:(?:them|him|her|us|it)\s+)?(?:to\s+)?",
+        "",
+        rest,
+        flags=re.IGNORECASE,
+    )
     rest = re.sub(r"^(?:to|for)\s+[^,.;:]{3,60}?\s+(?:about|on|regarding|re)\s+", "", rest, flags=re.IGNORECASE)
     rest = re.sub(r"^(?:to|for|on|about|of|a|an|the)\s+", "", rest, flags=re.IGNORECASE).strip()
     title = shorten(rest if len(rest.rstrip("?")) >= 3 else first, limit)

@@ -69,7 +69,9 @@ def outline(ctx: BlockContext) -> Outline:
     items, count = outline_in(ctx.node.instructions or "")
     asked = read_request(ctx.run.prompt, split_subtasks(ctx.run.prompt))
     if items or count:
-        return Outline(items=tuple(items), count=count, subjects=asked.subjects, audience=asked.audience)
+        return Outline(
+            items=tuple(items), count=count, subjects=asked.subjects, audience=asked.audience, sender=asked.sender
+        )
     return asked
 
 

@@ -36,7 +36,7 @@ def run(ctx: BlockContext) -> BlockOutput:
     fields = extract_fields(memo, ("to", "from", "subject", "re", "date"))
     header = MemoHeader(
         to=fields.get("to") or plan.audience or DEFAULT_TO,
-        sender=fields.get("from") or DEFAULT_FROM,
+        sender=fields.get("from") or plan.sender or DEFAULT_FROM,
         date=run_date(ctx),
         subject=fields.get("subject") or fields.get("re") or memo.title,
     )
@@ -47,6 +47,7 @@ def run(ctx: BlockContext) -> BlockOutput:
             if isinstance(block, BulletList):
                 block.items = block.items[:MAX_ITEMS]
     data = docx.render_memo(memo, header)
-    artifact = store(ctx, header.subject, "docx", data, docx.CONTENT_TYPE, docx.check_docx, label="memo")
+    # "memo-" first: a report made from the same request has the same title, and the two files differ by name
+    artifact = store(ctx, f"memo {header.subject}", "docx", data, docx.CONTENT_TYPE, docx.check_docx, label="memo")
     heading = f"To: {header.to}\nFrom: {header.sender}\nDate: {header.date.isoformat()}\nSubject: {header.subject}"
     return BlockOutput(content=f"{heading}\n\n{to_markdown(memo)}", sources=sources(ctx), artifacts=[artifact])
