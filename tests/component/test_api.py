@@ -118,6 +118,8 @@ def test_unsupported_content_type_is_415(aws, account, function, context):
         ("api/get_canvas_dag", "get_canvas_dag", None),
         ("api/get_canvas_tasks", "get_canvas_tasks", None),
         ("api/get_canvas_task", "get_canvas_task", None),
+        ("api/approve_run", "approve_run", None),
+        ("api/cancel_run", "cancel_run", None),
         ("api/rerun", "rerun", None),
     ],
 )

@@ -35,7 +35,7 @@ FUNCTIONS = sorted(
 RERECORD = f"`{RECORD_VARIABLE}=1 .venv/bin/pytest tests/e2e`"
 
 # Actions whose only resource is "*" (task tokens name no resource; X-Ray takes none).
-STAR_ONLY_ACTIONS = {"states:SendTaskSuccess"}
+STAR_ONLY_ACTIONS = {"states:SendTaskSuccess", "states:SendTaskFailure"}
 # Rights no function uses: deleting or re-permissioning data, reading whole tables.
 NEVER = {
     "dynamodb:Scan",

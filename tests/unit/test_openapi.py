@@ -31,6 +31,8 @@ def test_openapi_lists_the_routes_with_the_api_key_scheme():
         "/v1/canvas/{canvas_id}/tasks/{task_id}",
         "/v1/run",
         "/v1/run/{run_id}",
+        "/v1/run/{run_id}/approve",
+        "/v1/run/{run_id}/cancel",
         "/v1/runs",
         "/v1/webhook_endpoints",
         "/v1/webhook_endpoints/{endpoint_id}",

@@ -34,6 +34,8 @@ API_FUNCTIONS = {
     ),
     # Extensions of the contract (docs/api.md).
     "GetAccountFunction": ("functions/api/account", "GET", "/v1/account"),
+    "ApproveRunFunction": ("functions/api/approve_run", "POST", "/v1/run/{run_id}/approve"),
+    "CancelRunFunction": ("functions/api/cancel_run", "POST", "/v1/run/{run_id}/cancel"),
     "RerunFunction": (
         "functions/api/rerun",
         "POST",

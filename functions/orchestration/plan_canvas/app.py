@@ -1,9 +1,12 @@
-"""Plan Canvas: turn the run's prompt into blocks, edges and the task tree; list the blocks to run."""
+"""Plan Canvas: turn the run's prompt into blocks, edges and the task tree; list the blocks to run. Also Await
+Approval, for a run created with `review=true`: the same step invoked with its task token parks the run with its plan
+until it is approved or cancelled."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, metrics, tracer
-from canvas_core.orchestration import parse_block_functions, plan_run
+from canvas_core.orchestration import parse_block_functions
+from canvas_core.reviews import plan_step
 from canvas_core.settings import orchestration_settings
 
 orchestration_settings()  # read when the function starts: a bad setting fails it there, not a step
@@ -17,7 +20,5 @@ def handler(event: dict, context: LambdaContext) -> dict:
     execution = event.get("execution", event)
     functions = parse_block_functions(event.get("block_functions"))
     # The API request's id travels on through every task of the execution (the state machine passes it along).
-    return {
-        **plan_run(execution["run_id"], execution["canvas_id"], block_functions=functions),
-        "correlation_id": logger.get_correlation_id() or execution.get(EXECUTION_CORRELATION_ID) or execution["run_id"],
-    }
+    correlation_id = logger.get_correlation_id() or execution.get(EXECUTION_CORRELATION_ID) or execution["run_id"]
+    return plan_step(execution, functions, correlation_id, task_token=event.get("task_token"))

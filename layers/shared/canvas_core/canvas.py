@@ -36,6 +36,7 @@ def node_view(node: NodeItem) -> NodeView:
         content=node.content,
         url=node.url,
         sources=[s.model_dump(mode="json", exclude_none=True) for s in node.sources],
+        estimated_credits=node.estimated_credits,
         reused=True if node.reused else None,
     )
 

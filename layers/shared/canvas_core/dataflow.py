@@ -185,13 +185,17 @@ def _send(
     logger.debug("Block released", extra={"block_id": block_id})
 
 
-def record_block_failure(store: Store, canvas_id: str, block_id: str, reason: str) -> None:
-    """Mark a block `error` with its reason, and its tasks with it; a finished block is left as it is."""
+def record_block_failure(store: Store, canvas_id: str, block_id: str, reason: str) -> bool:
+    """Mark a block `error` with its reason, and its tasks with it; a finished block is left as it is (False)."""
     unfinished = [NodeStatus.IDLE.value, NodeStatus.RUNNING.value]
-    if store.update_node(canvas_id, block_id, expect_status=unfinished, status=NodeStatus.ERROR.value, error=reason):
-        store.set_task_status(canvas_id, tool_call_task_id(canvas_id, block_id), TaskStatus.ERROR)
-        store.set_task_status(canvas_id, persona_task_id(canvas_id, block_id), TaskStatus.ERROR)
-        logger.warning("Block failed", extra={"block_id": block_id, "reason": reason})
+    if not store.update_node(
+        canvas_id, block_id, expect_status=unfinished, status=NodeStatus.ERROR.value, error=reason
+    ):
+        return False
+    store.set_task_status(canvas_id, tool_call_task_id(canvas_id, block_id), TaskStatus.ERROR)
+    store.set_task_status(canvas_id, persona_task_id(canvas_id, block_id), TaskStatus.ERROR)
+    logger.warning("Block failed", extra={"block_id": block_id, "reason": reason})
+    return True
 
 
 def describe_error(error: dict[str, Any] | None, default: str) -> str:

@@ -150,3 +150,8 @@ class BlockRetryableError(Exception):
 
 class BlockFatalError(Exception):
     """A block failed for good; the state machine records the failure and skips its dependents."""
+
+
+class ReviewRequested(Exception):
+    """Plan Canvas planned a run created with `review=true`: the state machine's Catch parks it in Await Approval
+    (a Catch rather than a Choice state, so that runs without review take no extra transition)."""

@@ -66,6 +66,46 @@ def estimate_credits(template: str, blocks: list[str] | None, file_count: int) -
     return CREDITS_PER_BLOCK * (1 + len(steps) + file_count)
 
 
+# What a block of each type typically uses: (input tokens, output tokens, searches, pages fetched, artifacts). The
+# output is about what its role's default cap allows (providers/roles.py); research reads pages and searches.
+TYPICAL_BLOCK_USAGE: dict[BlockType, tuple[int, int, int, int, int]] = {
+    B.FILE: (6_000, 1_000, 0, 0, 0),
+    B.IMAGE: (1_500, 500, 0, 0, 0),
+    B.WEB: (6_000, 1_000, 0, 1, 0),
+    B.YT: (8_000, 1_000, 0, 1, 0),
+    B.WEB_RESEARCH: (20_000, 2_000, 3, 8, 0),
+    B.DEEP_RESEARCH: (60_000, 6_000, 8, 24, 0),
+    B.PROMPT: (3_000, 1_500, 0, 0, 0),
+    B.TABLE: (4_000, 2_000, 0, 0, 0),
+    B.LIST: (3_000, 1_000, 0, 0, 0),
+    B.TEXT: (4_000, 3_000, 0, 0, 0),
+    B.DOCUMENT: (8_000, 4_000, 0, 0, 1),
+    B.PRESENTATION: (8_000, 4_000, 0, 0, 1),
+    B.MEMO: (6_000, 3_000, 0, 0, 1),
+    B.EXCEL: (6_000, 3_000, 0, 0, 1),
+    B.APP: (8_000, 4_000, 0, 0, 1),
+    B.PROTOTYPE: (8_000, 4_000, 0, 0, 1),
+    B.LANDING_PAGE: (8_000, 4_000, 0, 0, 1),
+}
+
+
+def estimate_block_credits(block_type: str, persona: str | None) -> int:
+    """What a planned block is expected to spend: its type's typical use (TYPICAL_BLOCK_USAGE) priced at the model
+    its persona's role calls (canvas_core/pricing.py; the offline provider's models cost nothing). Shown on the DAG
+    and summed for a run that waits for review; what a block is charged is what it used."""
+    from canvas_core.agents.personas import role_of
+    from canvas_core.pricing import usage_credits
+    from canvas_core.providers.roles import model_for_role
+    from canvas_core.settings import provider_settings
+
+    known = {t.value: t for t in BlockType}
+    usage = TYPICAL_BLOCK_USAGE.get(known[block_type]) if block_type in known else None
+    input_tokens, output_tokens, searches, pages, artifacts = usage or max(TYPICAL_BLOCK_USAGE.values())
+    offline = provider_settings().model_provider == "offline"
+    model = model_for_role(role_of(persona), default="offline/" if offline else "")
+    return usage_credits([(model, input_tokens, output_tokens)], searches, pages, artifacts)
+
+
 # With the offline provider no model is called: a block takes milliseconds, and the run's time is the state machine's
 # own (a Lambda and a few transitions per block on the embedded stack).
 OFFLINE_PLAN_MS = 500

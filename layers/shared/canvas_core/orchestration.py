@@ -12,6 +12,7 @@ from canvas_core.clock import now_ms
 from canvas_core.content import with_full_content
 from canvas_core.dataflow import describe_error, record_block_failure, wire
 from canvas_core.errors import CreditsExhaustedError
+from canvas_core.estimates import estimate_block_credits
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunStatus, TaskStatus
 from canvas_core.models.items import Artifact, EdgeItem, NodeItem, RunError, RunItem
 from canvas_core.observability import count, logger
@@ -103,6 +104,8 @@ def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:
     except CreditsExhaustedError as exc:
         _fail_unpaid(store, run, f"planning {exc}")
         return []
+    for node in plan.nodes:
+        node.estimated_credits = estimate_block_credits(node.type, node.persona)
     wire(plan.nodes, plan.edges)
     store.put_tasks(plan.tasks)
     store.put_graph(plan.nodes, plan.edges, canvas_id)
@@ -134,11 +137,18 @@ def finalize_run(
 
     _, nodes, edges = store.get_canvas(run.canvas_id)
     nodes = with_full_content(nodes)
+    ended_meanwhile = []
     for node in nodes:
         if node.status not in TERMINAL_NODE_STATUSES:
             reason = failure or "The block did not finish"
-            record_block_failure(store, run.canvas_id, node.block_id, reason)
+            if not record_block_failure(store, run.canvas_id, node.block_id, reason):
+                ended_meanwhile.append(node.block_id)
             node.status, node.error = NodeStatus.ERROR, reason
+    if ended_meanwhile:
+        # Blocks that ended while the run was being ended (a cancel racing their completion) count as they ended, so
+        # that what a completed one was charged is in the run's credits.
+        as_ended = {n.block_id: n for n in with_full_content(store.get_nodes(run.canvas_id, ended_meanwhile))}
+        nodes = [as_ended.get(n.block_id, n) for n in nodes]
 
     completed = [n for n in nodes if n.status == NodeStatus.COMPLETED and n.content]
     if completed and failure is None and len(completed) == len(nodes):
@@ -189,6 +199,10 @@ def fail_run(event: dict[str, Any], store: Store | None = None) -> dict[str, Any
         detail = event["detail"]
         run_id = _run_id_from_execution(detail)
         failure = EXECUTION_ENDINGS.get(detail.get("status", ""), "The run's execution ended unexpectedly")
+    elif "review_error" in event:
+        # Await Approval ended without an approval: its timeout, or a cancel (which has ended the run already).
+        run_id = event["run_id"]
+        failure = review_failure(event["review_error"], event.get("review_timeout_seconds"))
     else:
         run_id = event["run_id"]
         failure = "The run stopped: " + describe_error(event.get("error"), default="an internal step failed")
@@ -198,6 +212,21 @@ def fail_run(event: dict[str, Any], store: Store | None = None) -> dict[str, Any
         # Nothing to mark: the execution was started for a run that is not stored.
         logger.warning("Fail Run for an unknown run", extra={"run_id": run_id, "failure": failure})
         return {"run_id": run_id, "status": "unknown"}
+
+
+def review_failure(error: dict[str, Any] | None, timeout_seconds: Any) -> str:
+    """Why a run that waited for review ended: not approved in time, or the reason its wait failed."""
+    if (error or {}).get("Error") in ("States.Timeout", "States.HeartbeatTimeout"):
+        return f"The run was not approved within {_duration(int(timeout_seconds or 0))}; its blocks did not run"
+    return "The run stopped while it waited for approval: " + describe_error(error, default="the wait failed")
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("hour", 3600), ("minute", 60), ("second", 1)):
+        if seconds >= size and seconds % size == 0:
+            amount = seconds // size
+            return f"{amount} {unit}{'' if amount == 1 else 's'}"
+    return "the time allowed for review"
 
 
 def _run_id_from_execution(detail: dict[str, Any]) -> str:

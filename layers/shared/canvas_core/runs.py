@@ -41,7 +41,7 @@ from canvas_core.models.base import Model
 from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus, Template
 from canvas_core.models.items import CanvasItem, RunError, RunItem, RunSummaryItem, Upload
 from canvas_core.observability import count, logger
-from canvas_core.settings import api_settings, provider_settings
+from canvas_core.settings import api_settings, provider_settings, state_machine_settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
@@ -94,6 +94,7 @@ def create_run(
         blocks=request.blocks,
         agent_instructions=request.agent_instructions,
         uploads=uploads,
+        review=request.review,
         created_at_ms=now_ms(),
         estimated_duration_ms=estimate_duration_ms(
             request.template, request.blocks, len(uploads), offline=provider_settings().model_provider == "offline"
@@ -113,6 +114,12 @@ def create_run(
                 "canvas_id": canvas_id,
                 "account_id": account_id,
                 "correlation_id": logger.get_correlation_id() or run_id,
+                # A run to review waits after planning, at most this long (Await Approval's TimeoutSecondsPath).
+                **(
+                    {"review": True, "review_timeout_seconds": state_machine_settings().review_timeout_hours * 3600}
+                    if request.review
+                    else {}
+                ),
             },
         )
     except Exception:
@@ -223,6 +230,8 @@ def get_run_status(
         blocks=run.blocks,
         agent_instructions=run.agent_instructions,
         errors=[RunErrorView(**e.model_dump()) for e in run.errors],
+        awaiting_approval=True if run.status == RunStatus.RUNNING and run.review_token else None,
+        estimated_credits=run.estimated_credits,
     )
     if run.status == RunStatus.RUNNING:
         tasks = store.get_tasks(run.canvas_id)

@@ -81,6 +81,11 @@ class CreateRunForm(CreateRunRequest):
         default_factory=list,
         description="At most MAX_FILES files (10 unless configured), each a repeated `files` part",
     )
+    review: bool = Field(
+        default=False,
+        description="Extension: `true` plans the run and waits for POST /v1/run/{run_id}/approve (or cancel) before "
+        "any block runs; `false` (the default) runs it at once",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -162,6 +167,18 @@ class CreateRunForm(CreateRunRequest):
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise RequestRefused(BadRequestError("Invalid webhook_url: expected an absolute http or https URL"))
         return value.strip()
+
+    @field_validator("review", mode="before", json_schema_input_type=bool)
+    @classmethod
+    def _review(cls, value: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value or "").strip().lower()
+        if text in ("", "false"):
+            return False
+        if text == "true":
+            return True
+        raise RequestRefused(BadRequestError("Invalid review: expected true or false"))
 
     @field_validator("files", mode="before", json_schema_input_type=list[UploadFile])
     @classmethod

@@ -46,3 +46,15 @@ class Executions:
                 return False
             raise StorageError(f"SendTaskSuccess failed: {code}") from exc
         return True
+
+    def send_task_failure(self, task_token: str, error: str, cause: str) -> bool:
+        """Fail a parked task with `error` (what the state machine's Catch matches). False when it is no longer
+        waiting."""
+        try:
+            self.sfn.send_task_failure(taskToken=task_token, error=error, cause=cause)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist"):
+                return False
+            raise StorageError(f"SendTaskFailure failed: {code}") from exc
+        return True

@@ -9,6 +9,7 @@ its runs still `running`: a run is counted in the write that stores it and uncou
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -195,10 +196,70 @@ class Store:
                 ConditionExpression="attribute_not_exists(run_id)",
             )
 
-    def get_run(self, run_id: str) -> RunItem | None:
+    def get_run(self, run_id: str, consistent: bool = False) -> RunItem | None:
         with dynamodb_errors():
-            found = self.ddb.get_item(TableName=self.settings.runs_table, Key={"run_id": {"S": run_id}})
+            found = self.ddb.get_item(
+                TableName=self.settings.runs_table, Key={"run_id": {"S": run_id}}, ConsistentRead=consistent
+            )
         return RunItem.model_validate(from_item(found["Item"])) if "Item" in found else None
+
+    # Review: a run that waits after planning holds its parked task's token until approved, cancelled or timed out.
+
+    def park_for_review(self, run_id: str, task_token: str, plan: dict[str, Any], estimated_credits: int) -> bool:
+        """Store the token of the run's Await Approval task, the plan it resumes with and what its blocks are expected
+        to spend; only while the run is `running` and not approved (False otherwise: it ended meanwhile)."""
+        try:
+            with dynamodb_errors():
+                self.ddb.update_item(
+                    TableName=self.settings.runs_table,
+                    Key={"run_id": {"S": run_id}},
+                    UpdateExpression="SET review_token = :token, review_plan = :plan, estimated_credits = :estimate",
+                    ConditionExpression="#s = :running AND attribute_not_exists(approved_at_ms)",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=expression_values(
+                        token=task_token,
+                        plan=json.dumps(plan, separators=(",", ":")),
+                        estimate=estimated_credits,
+                        running="running",
+                    ),
+                )
+        except ConditionFailed:
+            return False
+        return True
+
+    def claim_approval(self, run_id: str, task_token: str, approved_at_ms: int) -> bool:
+        """True for exactly one caller, while the run is `running` and parked with `task_token`: the one that may send
+        the token. The token is taken off the run in the same write, so the run no longer shows as awaiting approval."""
+        try:
+            with dynamodb_errors():
+                self.ddb.update_item(
+                    TableName=self.settings.runs_table,
+                    Key={"run_id": {"S": run_id}},
+                    UpdateExpression="SET approved_at_ms = :now REMOVE review_token",
+                    ConditionExpression="#s = :running AND review_token = :token",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=expression_values(
+                        now=approved_at_ms, token=task_token, running="running"
+                    ),
+                )
+        except ConditionFailed:
+            return False
+        return True
+
+    def unclaim_approval(self, run_id: str, task_token: str) -> None:
+        """Give an approval back whose token could not be sent, so that the approval can be tried again."""
+        try:
+            with dynamodb_errors():
+                self.ddb.update_item(
+                    TableName=self.settings.runs_table,
+                    Key={"run_id": {"S": run_id}},
+                    UpdateExpression="SET review_token = :token REMOVE approved_at_ms",
+                    ConditionExpression="#s = :running AND attribute_not_exists(review_token)",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=expression_values(token=task_token, running="running"),
+                )
+        except ConditionFailed:
+            pass  # the run ended meanwhile: there is nothing left to approve
 
     def list_runs(
         self, account_id: str, limit: int, after: tuple[int, str] | None = None
@@ -572,7 +633,8 @@ class Store:
     # A block's own writes, each one transaction: its node and its tasks move together.
 
     def start_block(self, canvas_id: str, block_id: str, tool_call_task: TaskItem) -> None:
-        """Node `running` and its tool-call task, in one write."""
+        """Node `running` and its tool-call task, in one write; only for a node not ended (ConditionFailed otherwise:
+        a block its run's cancel ended before it started stays ended)."""
         self._transact(
             [
                 {
@@ -580,9 +642,9 @@ class Store:
                         "TableName": self.settings.canvases_table,
                         "Key": self._node_key(canvas_id, block_id),
                         "UpdateExpression": "SET #s = :running",
-                        "ConditionExpression": "attribute_exists(item_id)",
+                        "ConditionExpression": "attribute_exists(item_id) AND #s IN (:idle, :running)",
                         "ExpressionAttributeNames": {"#s": "status"},
-                        "ExpressionAttributeValues": expression_values(running="running"),
+                        "ExpressionAttributeValues": expression_values(running="running", idle="idle"),
                     }
                 },
                 {"Put": {"TableName": self.settings.tasks_table, "Item": self._item(tool_call_task)}},

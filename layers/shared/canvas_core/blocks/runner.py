@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
+from canvas_core.adapters.dynamodb import ConditionFailed
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store, jsonable_fields
 from canvas_core.blocks.context import BlockContext
@@ -166,6 +167,10 @@ def _run_once(
     try:
         with _marked_running(store, node, then=claims.refresh):
             output = behaviour(ctx)
+    except ConditionFailed:
+        # Its node ended before the running mark (its run was cancelled): the work is dropped, never charged.
+        logger.info("Block ended before it started; its work is dropped")
+        return _Attempt(node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value))
     except BlockRetryableError:
         count("BlockRetryableErrors", step=node.type)
         raise

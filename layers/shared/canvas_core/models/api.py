@@ -41,6 +41,7 @@ class CreateRunRequest(Model):
     agent_instructions: str | None = None
     webhook_url: str | None = None
     files: list[UploadedFile] = Field(default_factory=list)
+    review: bool = False
 
 
 class CreateRunResponse(Model):
@@ -109,6 +110,16 @@ class RunStatusResponse(Model):
     template: Template
     blocks: list[str] | None = None
     agent_instructions: str | None = None
+    awaiting_approval: bool | None = Field(
+        default=None,
+        description="Extension: true while a run created with `review=true` waits for POST /v1/run/{run_id}/approve "
+        "(its status stays `running`); absent otherwise",
+    )
+    estimated_credits: int | None = Field(
+        default=None,
+        description="Extension: what the run's planned blocks are expected to spend, the sum of their "
+        "`estimated_credits` in the DAG (planning's own credits are spent already); absent until it is planned",
+    )
     progress: Progress | None = None
     duration_ms: int | None = None
     result: RunResult | None = None
@@ -140,10 +151,20 @@ class NodeView(Model):
     content: str | None = None
     url: str | None = None
     sources: list[dict[str, Any]] = Field(default_factory=list)
+    estimated_credits: int | None = Field(
+        default=None, description="Extension: what the block is expected to spend, set when it is planned"
+    )
     reused: bool | None = Field(
         default=None,
         description="Extension: true on a re-run's block carried over from the run it re-ran (not run again)",
     )
+
+
+class ApproveRunRequest(Model):
+    """The body of POST /v1/run/{run_id}/approve (an extension of the contract): new instructions for planned blocks,
+    by block id."""
+
+    instructions: dict[str, str] = Field(default_factory=dict)
 
 
 class EdgeView(Model):

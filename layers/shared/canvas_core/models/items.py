@@ -67,6 +67,14 @@ class RunItem(Model):
     # if it spends more), spent by its planning and blocks, the rest given back when it ends. None: a run admitted
     # before runs held reservations, which spends from the account directly.
     reserved_credits: int | None = None
+    # Review (docs/api.md): the run waits after planning until approved or cancelled. While it waits its item holds
+    # the parked task's token and the plan the state machine resumes with; `estimated_credits` is what its planned
+    # blocks are expected to spend.
+    review: bool = False
+    review_token: str | None = None
+    review_plan: str | None = None  # JSON: the plan Await Approval resumes with
+    approved_at_ms: int | None = None
+    estimated_credits: int | None = None
     # Set on a re-run: its canvas is a copy of that run's, planned already, where only that block and those
     # downstream of it run again.
     rerun_of: RerunOf | None = None
@@ -126,6 +134,8 @@ class NodeItem(Model):
     credits: int = 0
     artifacts: list[Artifact] = Field(default_factory=list)
     position: int = 0
+    # What the block is expected to spend, set when it is planned (canvas_core/estimates.py).
+    estimated_credits: int | None = None
     # A re-run's block carried over from the run it re-runs, as it ended there: not run, not charged again.
     reused: bool = False
 

@@ -21,3 +21,6 @@ class StateMachineSettings(EnvSettings):
     """The state machine a run's execution starts on: the create-run function's."""
 
     state_machine_arn: ResourceName = required("STATE_MACHINE_ARN")
+    # How long a run created with `review=true` waits for approval before it ends `failed` (template parameter
+    # ReviewTimeoutHours; the state machine's own limit leaves 24 hours for it beside a run's 2).
+    review_timeout_hours: int = env("REVIEW_TIMEOUT_HOURS", 24, ge=1, le=24)
