@@ -1,4 +1,7 @@
-"""excel-block: a workbook (.xlsx): a sheet per table of the inputs or the draft, with typed cells, a styled
+"""excel-block: a workbook (.xlsx). Over uploaded or gathered tables, the analysis the request asks for
+(blocks/analysis.py): a Summary sheet of findings, a sheet per result (totals, breakdowns with shares, the
+series per period with growth, top and bottom), then every row of each table on a sheet of its own, and a
+Sources sheet. Otherwise a sheet per table of the inputs or the draft, with typed cells, a styled
 header row, sized columns and SUM totals where the columns add up, and a Sources sheet. Without tabular data,
 the outline the plan gave it becomes the sheet: a row per item (a budget's categories with their amount cells
 left for the requester to fill and a live total), else the draft's points."""
@@ -8,8 +11,21 @@ from __future__ import annotations
 import re
 
 from canvas_core.agents.outline import Outline, shorten
+from canvas_core.analysis.findings import Analysis, number
+from canvas_core.blocks.analysis import as_table, data_sheets, run_analyses
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.blocks.deliverable import CITE, compose, draft, outline, outline_instructions, sources, store
+from canvas_core.blocks.deliverable import (
+    CITE,
+    compose,
+    draft,
+    outline,
+    outline_instructions,
+    references,
+    request,
+    sources,
+    store,
+    title,
+)
 from canvas_core.prompt_format import NOT_COVERED, NOTHING_YET
 from canvas_core.render import xlsx
 from canvas_core.render.structure import (
@@ -41,6 +57,9 @@ MONEY = re.compile(
 
 
 def run(ctx: BlockContext) -> BlockOutput:
+    analyses = run_analyses(ctx, request(ctx))
+    if analyses:
+        return _analysed(ctx, analyses)
     plan = outline(ctx)
     instructions = INSTRUCTIONS + (f"\n\n{ROWS}\n\n{outline_instructions(plan.items, 'part')}" if plan.items else "")
     book = compose(ctx, draft(ctx, instructions))
@@ -49,6 +68,35 @@ def run(ctx: BlockContext) -> BlockOutput:
     data = xlsx.render_workbook(spec)
     artifact = store(ctx, book.title, "xlsx", data, xlsx.CONTENT_TYPE, xlsx.check_xlsx, label="workbook")
     return BlockOutput(content=_summary(book.title, tables), sources=sources(ctx), artifacts=[artifact])
+
+
+def _analysed(ctx: BlockContext, analyses: list[Analysis]) -> BlockOutput:
+    """The analysis's workbook: findings first, a sheet per result, every row of each table, the sources."""
+    name = title(ctx)
+    spec = analysed_workbook(name, analyses)
+    spec.references = references(ctx)
+    data = xlsx.render_workbook(spec)
+    artifact = store(ctx, name, "xlsx", data, xlsx.CONTENT_TYPE, xlsx.check_xlsx, label="workbook")
+    sheets = ["Summary", *(t.caption for t in spec.tables), *(d.caption for d in spec.data), "Sources"]
+    lines = [f"# {name}", "", *(f"- {line}" for line in spec.summary), "", f"Workbook with {len(sheets)} sheets:"]
+    lines += [f"- {plain(s)}" for s in sheets]
+    for table in spec.tables:
+        preview = Table(table.headers, table.rows[:PREVIEW_ROWS], table.caption)
+        lines += ["", f"## {plain(table.caption)}", "", block_markdown(preview)]
+    return BlockOutput(content="\n".join(lines), sources=sources(ctx), artifacts=[artifact])
+
+
+def analysed_workbook(name: str, analyses: list[Analysis]) -> xlsx.WorkbookSpec:
+    """The workbook of analysed tables (without its sources): the findings and what was cut on the Summary
+    sheet, the results, and the data whole."""
+    sheets, notes = data_sheets(analyses)
+    summary = [f for a in analyses for f in a.findings] + notes
+    summary += [
+        f"Computed from all {number(a.dataset.rows)} rows of {a.source}; the analysis was chosen by {a.plan.chosen_by}."
+        for a in analyses
+    ]
+    tables = [as_table(r, a, exact=True) for a in analyses for r in a.results]
+    return xlsx.WorkbookSpec(title=name, tables=tables, summary=summary, data=sheets)
 
 
 def _outline_table(ctx: BlockContext, book: Deliverable, plan: Outline) -> Table:

@@ -1,11 +1,14 @@
 """text-block: the Writer. It synthesizes its inputs into the answer to the prompt (its instructions), citing
-their sources by number, and ends with the numbered list of sources (`agents/writer.py` says how)."""
+their sources by number, and ends with the numbered list of sources (`agents/writer.py` says how). When the run
+holds tables, the answer starts with what the engine computed from every row (blocks/analysis.py), and the
+material the writer reads carries those findings instead of the rows."""
 
 from __future__ import annotations
 
 from canvas_core.agents.material import compose, number_sources, sources_list, strip_sources_section
 from canvas_core.agents.personas import role_of, system_prompt
 from canvas_core.agents.writer import WRITER_DUTY
+from canvas_core.blocks.analysis import answer_lead, run_analyses, with_analyses
 from canvas_core.blocks.context import BlockContext, BlockOutput
 
 
@@ -14,6 +17,9 @@ def run(ctx: BlockContext) -> BlockOutput:
     question = ctx.run.prompt.strip()
     task = ctx.node.instructions or f"Write the answer to: {question}"
     sources, sections = number_sources(ctx.inputs)
+    analyses = run_analyses(ctx, question)
+    if analyses:
+        sections = with_analyses(sources, sections, analyses)
     brief = f"Question: {question}\n\nYour task: {task}" if task.strip() != question else f"Question: {question}"
     completion = ctx.complete(
         compose(brief, sections, sources),
@@ -21,5 +27,8 @@ def run(ctx: BlockContext) -> BlockOutput:
         system=system_prompt(ctx.node.persona or "Writer", ctx.run.agent_instructions, WRITER_DUTY),
     )
     body = strip_sources_section(completion.text.strip())
+    lead = answer_lead(analyses, sources)
+    if lead:
+        body = f"{lead}\n\n{body}"
     content = f"{body}\n\n{sources_list(sources)}".strip() if sources else body
     return BlockOutput(content=content, sources=sources)

@@ -1,0 +1,216 @@
+"""The run's tables analysed for a block (canvas_core/analysis/): the uploaded CSV, TSV, XLSX and Parquet files
+read whole from their uploads, and the tables table-blocks gathered, each loaded into the engine and analysed
+for the request (the plan by the model when the provider is one, by rules offline). Blocks that deliver or
+answer show these results, so every number they state is the engine's. Not a block type itself."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from canvas_core.agents.material import Section as MaterialSection
+from canvas_core.analysis.analyse import analyse
+from canvas_core.analysis.engine import EXCEL_MAX_ROWS, AnalysisError, Dataset, ResultTable, load_file, load_rows
+from canvas_core.analysis.findings import Analysis, number, percent, unit_of
+from canvas_core.blocks.context import BlockContext
+from canvas_core.errors import StorageError
+from canvas_core.gather.archive import ArchiveError, ArchiveLimits, check_archive
+from canvas_core.models.items import Source, Upload
+from canvas_core.render.structure import BulletList, Paragraph, Section
+from canvas_core.tables import Table, parse_markdown_tables
+
+if TYPE_CHECKING:
+    from canvas_core.render.xlsx import DataSheet  # openpyxl: only the blocks that write workbooks import it
+
+TABULAR = ("csv", "tsv", "xlsx", "parquet")
+MAX_DATASETS = 3
+
+
+def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
+    """The analyses of the run's tables for `request` (at most three tables, uploads first)."""
+    complete = None
+    if getattr(ctx.provider, "name", "") != "offline":
+
+        def complete(prompt: str) -> str:
+            return ctx.complete(prompt, role="analyst").text
+
+    found = []
+    for dataset in _datasets(ctx)[:MAX_DATASETS]:
+        analysis = analyse(dataset, request, complete)
+        if analysis is not None:
+            found.append(analysis)
+    return found
+
+
+def _datasets(ctx: BlockContext) -> list[Dataset]:
+    found: list[Dataset] = []
+    for upload in ctx.run.uploads:
+        if upload.extension in TABULAR:
+            found += _load_upload(ctx, upload)
+    for node in ctx.inputs:
+        if node.type == "table-block" and not found:
+            for table in parse_markdown_tables(node.content or ""):
+                if len(table.rows) >= 2:
+                    found.append(load_rows(table.caption or node.name, table.headers, table.rows))
+    return found
+
+
+def _load_upload(ctx: BlockContext, upload: Upload) -> list[Dataset]:
+    """An upload's tables; one that cannot be read (the file-block said why) gives none."""
+    try:
+        data = ctx.files.get(upload.s3_key)
+        if upload.extension == "xlsx":
+            check_archive(data, ArchiveLimits.from_settings(), label=upload.name)
+        return load_file(upload.name, upload.extension, data)
+    except (StorageError, ArchiveError, AnalysisError):
+        return []
+
+
+# ---- the results as what deliverables show ---------------------------------------------------------------------------
+
+
+def as_table(result: ResultTable, analysis: Analysis, exact: bool = False) -> Table:
+    """A result table with its figures written as a reader reads them (thousands separated, shares as %), or
+    `exact`, as the engine computed them (a workbook formats them itself)."""
+    summed = {m.column for m in analysis.plan.measures if m.aggregate == "sum"}
+    totals = [
+        c
+        for c in range(result.labels, len(result.headers))
+        if result.headers[c] in summed and result.kind in ("breakdown", "cross", "series")
+    ]
+    rows = []
+    for row in result.rows:
+        cells = [str(v) for v in row[: result.labels]]
+        for value, kind in zip(row[result.labels :], result.formats, strict=False):
+            cells.append(_figure(value, kind, exact))
+        rows.append(cells)
+    return Table(headers=list(result.headers), rows=rows, caption=_caption(result, analysis), sum_columns=totals)
+
+
+def _figure(value: object, kind: str, exact: bool) -> str:
+    if not isinstance(value, int | float):
+        return "" if value is None else str(value)
+    if not exact:
+        return percent(value) if kind == "percent" else number(value)
+    scaled = value * 100 if kind == "percent" else value
+    text = f"{scaled:.10f}".rstrip("0").rstrip(".") if isinstance(scaled, float) else str(scaled)
+    return f"{text}%" if kind == "percent" else text
+
+
+def chart_table(result: ResultTable, analysis: Analysis) -> Table:
+    """A result as a chart draws it: its labels and the first measure only (one unit on the axis)."""
+    label = result.headers[0] if result.labels == 1 else result.headers[result.labels - 1]
+    unit = unit_of(analysis.plan.measures[0].column)
+    measure = result.headers[result.labels]
+    header = measure + (f" ({unit})" if unit and unit not in measure else "")
+    rows = [[str(r[result.labels - 1]), number(r[result.labels])] for r in result.rows if r[result.labels] is not None]
+    return Table(headers=[label, header], rows=rows, caption=_caption(result, analysis))
+
+
+def _caption(result: ResultTable, analysis: Analysis) -> str:
+    return result.caption if result.kind != "totals" else f"Totals of {analysis.source}"
+
+
+def findings_section(analyses: list[Analysis], title: str = "Key findings") -> Section:
+    return Section(title=title, blocks=[BulletList(items=[f for a in analyses for f in a.findings])])
+
+
+def result_sections(
+    analyses: list[Analysis], kinds: tuple[str, ...] = ("breakdown", "cross", "series", "ranking")
+) -> list[Section]:
+    """A section per result table of the kinds asked for, its table under a sentence naming where it comes from."""
+    sections = []
+    for analysis in analyses:
+        for result in analysis.results:
+            if result.kind in kinds:
+                lead = Paragraph(f"Computed from all {number(analysis.dataset.rows)} rows of {analysis.source}.")
+                sections.append(Section(title=result.caption, blocks=[lead, as_table(result, analysis)]))
+    return sections
+
+
+def data_sheets(analyses: list[Analysis]) -> tuple[list[DataSheet], list[str]]:
+    """Each analysed table whole, as a data sheet (up to a sheet's row limit), with the notes saying what was
+    cut."""
+    from canvas_core.render.xlsx import DataSheet
+
+    sheets, notes = [], []
+    for analysis in analyses:
+        dataset = analysis.dataset
+        totals = _column_totals(analysis)
+        sheets.append(
+            DataSheet(
+                caption=dataset.name,
+                headers=[c.name for c in dataset.columns],
+                rows=dataset.iter_rows(EXCEL_MAX_ROWS),
+                row_count=min(dataset.rows, EXCEL_MAX_ROWS),
+                totals=totals if dataset.rows <= EXCEL_MAX_ROWS else {},
+            )
+        )
+        if dataset.rows > EXCEL_MAX_ROWS:
+            notes.append(
+                f"{dataset.name} has {number(dataset.rows)} rows; its sheet holds the first {number(EXCEL_MAX_ROWS)} "
+                "(a sheet's limit). The analysis covers every row."
+            )
+    return sheets, notes
+
+
+def _column_totals(analysis: Analysis) -> dict[int, float]:
+    """The totals of the summed measures, from the engine's Totals result, by column position."""
+    totals = next((r for r in analysis.results if r.kind == "totals"), None)
+    if totals is None:
+        return {}
+    names = [c.name for c in analysis.dataset.columns]
+    found = {}
+    for measure, value in zip(analysis.plan.measures, totals.rows[0][1:], strict=True):
+        if measure.aggregate == "sum" and value is not None and measure.column in names:
+            found[names.index(measure.column)] = value
+    return found
+
+
+# ---- the results as material for a model --------------------------------------------------------------------------
+
+_TABLE_LINE = re.compile(r"^\s*(\||Columns:\s|\[\d+ more rows not shown\]|\[truncated: )")
+
+
+def with_analyses(
+    sources: list[Source], sections: list[MaterialSection], analyses: list[Analysis]
+) -> list[MaterialSection]:
+    """The material with the engine's findings first, each citing its table's source, and the analysed tables'
+    raw rows taken out of the inputs that carried them (a model, or the offline writer, would otherwise state
+    figures of the rows it was shown, not of the whole table)."""
+    numbers = {s.file_name: n for n, s in reversed(list(enumerate(sources, start=1))) if s.file_name}
+    computed, covered = [], set()
+    for analysis in analyses:
+        number_of = numbers.get(analysis.source.split(", sheet ")[0])
+        cite = f" [{number_of}]" if number_of else ""
+        if number_of:
+            covered.add(number_of)
+        lines = [f"- {_cited(f, cite)}" for f in analysis.findings]
+        lines.append(f"- Computed from all {number(analysis.dataset.rows)} rows of {analysis.source}{cite}.")
+        computed.append(
+            MaterialSection(name=f"Analysis of {analysis.source}", content="\n".join(lines), refs=sorted(covered))
+        )
+    kept = []
+    for section in sections:
+        if covered & set(section.refs):
+            content = "\n".join(line for line in section.content.splitlines() if not _TABLE_LINE.match(line))
+            section = MaterialSection(name=section.name, content=content.strip(), refs=section.refs)
+        kept.append(section)
+    return computed + kept
+
+
+def answer_lead(analyses: list[Analysis], sources: list[Source]) -> str:
+    """The answer the engine computed, citing the table's source: what the run's answer starts with."""
+    numbers = {s.file_name: n for n, s in reversed(list(enumerate(sources, start=1))) if s.file_name}
+    leads = []
+    for analysis in analyses:
+        number_of = numbers.get(analysis.source.split(", sheet ")[0])
+        if analysis.answer:
+            leads.append(_cited(analysis.answer, f" [{number_of}]" if number_of else ""))
+    return " ".join(leads)
+
+
+def _cited(sentence: str, cite: str) -> str:
+    if not cite:
+        return sentence
+    return sentence[:-1] + cite + "." if sentence.endswith(".") else sentence + cite

@@ -1,0 +1,199 @@
+"""canvas_core/analysis: tables loaded into DuckDB, the plan chosen by rules from the prompt's words and the
+columns (or by a model, checked, with the rules as the fallback), and results that equal what the rows add up
+to, computed here from the generated rows."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import random
+from collections import defaultdict
+
+import pytest
+from openpyxl import load_workbook
+
+from canvas_core.analysis.analyse import analyse
+from canvas_core.analysis.engine import AnalysisError, load_file, load_rows
+from canvas_core.analysis.findings import number, percent
+from canvas_core.analysis.plan import AnalysisPlan, Measure, check_plan
+from canvas_core.analysis.rules import plan_by_rules
+from canvas_core.render.xlsx import DataSheet, WorkbookSpec, check_xlsx, render_workbook
+
+pytestmark = pytest.mark.unit
+
+STORES = ["Harbour", "Station", "Mall", "Airport", "Old Town"]
+CATEGORIES = ["Coffee", "Tea", "Pastry"]
+
+
+def orders(count: int = 400, seed: int = 11) -> list[dict]:
+    rnd = random.Random(seed)
+    start = dt.date(2024, 1, 1)
+    return [
+        {
+            "order_date": (start + dt.timedelta(days=rnd.randrange(365))).isoformat(),
+            "store": rnd.choice(STORES),
+            "category": rnd.choice(CATEGORIES),
+            "quantity": rnd.randint(1, 9),
+            "net_sales_usd": rnd.randint(100, 9_999),
+            "unit_price": round(rnd.uniform(1, 6), 2),
+        }
+        for _ in range(count)
+    ]
+
+
+def as_csv(rows: list[dict]) -> bytes:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue().encode()
+
+
+def totals_by(rows: list[dict], key: str, measure: str) -> dict[str, float]:
+    found: dict[str, float] = defaultdict(float)
+    for row in rows:
+        found[row[key]] += row[measure]
+    return dict(found)
+
+
+def test_the_rules_read_the_measure_dimension_and_grain_the_prompt_names():
+    # Given
+    [dataset] = load_file("orders.csv", "csv", as_csv(orders()))
+    # When
+    plan = plan_by_rules("Quarterly net sales by store, top 2 please", dataset.columns)
+    # Then
+    assert plan is not None
+    assert plan.measures[0] == Measure(column="net_sales_usd", aggregate="sum")
+    assert Measure(column="unit_price", aggregate="avg") not in plan.measures[:1]
+    assert plan.dimensions == ["store"]
+    assert (plan.period, plan.grain, plan.top_n) == ("order_date", "quarter", 2)
+
+
+def test_prices_are_averaged_and_an_average_asked_for_is_averaged():
+    [dataset] = load_file("orders.csv", "csv", as_csv(orders()))
+    plan = plan_by_rules("average quantity per category", dataset.columns)
+    assert plan is not None
+    assert plan.measures[0] == Measure(column="quantity", aggregate="avg")
+    assert plan.dimensions == ["category"]
+
+
+def test_breakdowns_shares_and_series_equal_what_the_rows_add_up_to():
+    # Given
+    rows = orders()
+    [dataset] = load_file("orders.csv", "csv", as_csv(rows))
+    # When
+    analysis = analyse(dataset, "monthly net sales by store and category")
+    # Then the breakdown by store is each store's sum, largest first, with its share of the whole
+    assert analysis is not None
+    expected = totals_by(rows, "store", "net_sales_usd")
+    whole = sum(expected.values())
+    [by_store] = [r for r in analysis.results if r.kind == "breakdown" and r.headers[0] == "store"]
+    assert [r[0] for r in by_store.rows] == sorted(expected, key=lambda k: -expected[k])
+    assert {r[0]: r[1] for r in by_store.rows} == expected
+    assert by_store.rows[0][-1] == pytest.approx(expected[by_store.rows[0][0]] / whole)
+    # And the series is per month, in order, summing to the whole
+    [series] = [r for r in analysis.results if r.kind == "series"]
+    months = sorted({r["order_date"][:7] for r in rows})
+    assert [r[0] for r in series.rows] == months
+    assert sum(r[1] for r in series.rows) == whole
+    # And the answer names the top store with its number and share
+    top = max(expected, key=lambda k: expected[k])
+    assert f"{top} had the highest net_sales_usd by store: {number(expected[top])}" in analysis.answer
+    assert percent(expected[top] / whole) in analysis.answer
+
+
+def test_a_ranking_has_the_top_and_bottom_n():
+    rows = orders()
+    [dataset] = load_file("orders.csv", "csv", as_csv(rows))
+    analysis = analyse(dataset, "top 2 stores by net sales")
+    assert analysis is not None
+    [ranking] = [r for r in analysis.results if r.kind == "ranking"]
+    expected = sorted(totals_by(rows, "store", "net_sales_usd").items(), key=lambda kv: -kv[1])
+    assert [(r[2], r[3]) for r in ranking.rows if r[0] == "Top"] == expected[:2]
+    assert [(r[2], r[3]) for r in ranking.rows if r[0] == "Bottom"] == expected[::-1][:2]
+
+
+def test_a_table_of_one_row_per_item_has_nothing_to_group():
+    dataset = load_rows("ranges", ["Place", "Range (m)"], [["Fundy", 16.3], ["Bristol", 15.0]])
+    assert analyse(dataset, "which place has the largest range?") is None
+
+
+def test_a_models_plan_runs_when_it_fits_the_schema_and_only_sees_a_sample():
+    # Given a model that answers with a plan naming real columns
+    [dataset] = load_file("orders.csv", "csv", as_csv(orders()))
+    asked: list[str] = []
+
+    def model(prompt: str) -> str:
+        asked.append(prompt)
+        return json.dumps({"measures": [{"column": "quantity", "aggregate": "sum"}], "dimensions": ["category"]})
+
+    # When
+    analysis = analyse(dataset, "units per category", model)
+    # Then the model's plan ran, and the prompt held the schema and a few rows, not the table
+    assert analysis is not None and analysis.plan.chosen_by == "model"
+    assert analysis.plan.measures == [Measure(column="quantity", aggregate="sum")]
+    assert "order_date" in asked[0] and asked[0].count("\n[") <= 5
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ('{"measures": [{"column": "profit"}], "dimensions": ["store"]}', "measure 'profit' is not a column"),
+        ('{"measures": [{"column": "store"}]}', "measure 'store' holds text, not numbers"),
+        ("I would sum the sales.", "the answer holds no JSON object"),
+        ('{"measures": []}', "measures"),
+    ],
+)
+def test_an_invalid_model_plan_falls_back_to_the_rules_with_the_reason(answer, reason):
+    [dataset] = load_file("orders.csv", "csv", as_csv(orders()))
+    analysis = analyse(dataset, "net sales by store", lambda prompt: answer)
+    assert analysis is not None and analysis.plan.chosen_by == "rules"
+    assert analysis.plan.measures[0].column == "net_sales_usd"
+    assert reason in analysis.notes[0] and reason in analysis.findings[-1]
+
+
+def test_check_plan_names_each_problem():
+    [dataset] = load_file("orders.csv", "csv", as_csv(orders()))
+    plan = AnalysisPlan(measures=[Measure(column="nope")], dimensions=["ghost"], period="store", grain="month")
+    assert check_plan(plan, dataset.columns) == [
+        "measure 'nope' is not a column",
+        "dimension 'ghost' is not a column",
+        "period 'store' holds text, which cannot be grouped by month",
+    ]
+
+
+def test_a_file_that_is_not_a_table_is_refused_with_the_reason():
+    with pytest.raises(AnalysisError, match=r"notes\.csv could not be read as a table"):
+        load_file("notes.csv", "csv", b"\xff\xfe\x00 not UTF-8")
+    with pytest.raises(AnalysisError, match=r"\.pdf files hold no table"):
+        load_file("report.pdf", "pdf", b"%PDF-1.4")
+
+
+def test_a_data_sheet_holds_every_row_and_totals_readers_see_without_recalculating():
+    # Given 5,000 rows and the engine's total of one column
+    rows = orders(5_000)
+    [dataset] = load_file("orders.csv", "csv", as_csv(rows))
+    total = sum(r["net_sales_usd"] for r in rows)
+    sheet = DataSheet(
+        "orders.csv", [c.name for c in dataset.columns], dataset.iter_rows(), dataset.rows, totals={4: total}
+    )
+    # When
+    data = render_workbook(WorkbookSpec("Orders", [], data=[sheet]))
+    # Then every row is there, and the Total is a formula whose value a reader that does not recalculate sees
+    check_xlsx(data)
+    values = load_workbook(io.BytesIO(data), data_only=True)["orders.csv"]
+    formulas = load_workbook(io.BytesIO(data))["orders.csv"]
+    assert values.max_row == 5_002
+    assert [c.value for c in values[5_002]][:1] == ["Total"] and values["E5002"].value == total
+    assert formulas["E5002"].value == "=SUM(E2:E5001)"
+    assert [values.cell(n + 2, 2).value for n in (0, 2_500, 4_999)] == [rows[n]["store"] for n in (0, 2_500, 4_999)]
+
+
+def test_text_that_reads_as_a_formula_stays_text_in_a_data_sheet():
+    dataset = load_rows("t", ["name", "v"], [['=HYPERLINK("x")', 1], ["+1", 2], ["@cmd", 3]])
+    data = render_workbook(WorkbookSpec("T", [], data=[DataSheet("t", ["name", "v"], dataset.iter_rows(), 3)]))
+    sheet = load_workbook(io.BytesIO(data))["t"]
+    assert [sheet.cell(n, 1).value for n in (2, 3, 4)] == ['=HYPERLINK("x")', "+1", "@cmd"]
+    assert all(sheet.cell(n, 1).data_type == "s" for n in (2, 3, 4))
