@@ -21,6 +21,9 @@ BLOCK_FOLDERS = {
     "image-block": "blocks/image_block",
     "document-block": "blocks/document_block",
     "web-block": "blocks/web_block",
+    "web-research-block": "blocks/web_research_block",
+    "deep-research-block": "blocks/deep_research_block",
+    "memo-block": "blocks/memo_block",
 }
 
 
@@ -211,6 +214,26 @@ def test_a_page_that_cannot_be_read_is_gone_without_and_does_not_skip_its_reader
     assert data["status"] == "partial" and [a["type"] for a in data["result"]["artifacts"]] == ["docx"]
     [error] = data["errors"]
     assert error["block_type"] == "web-block" and "Refused to fetch ::1: a loopback address" in error["error"]
+
+
+@pytest.mark.parametrize("run_template", ["deep_research", "auto"])
+def test_research_without_a_search_provider_ends_the_run_partial_naming_the_setting(
+    aws, account, function, context, monkeypatch, run_template
+):
+    # Given no search provider, and a request to research the web
+    monkeypatch.setenv("SEARCH_PROVIDER", "none")
+    body = f"prompt=Research%20the%20latest%20studies%20on%20coastal%20erosion%20on%20the%20web&template={run_template}"
+    created = start_run(function, context, account.api_key, body=body)
+    # When
+    drive(function, context, account.account_id, created)
+    # Then the research block failed saying which setting is missing; the blocks reading it went on without it
+    _, body = get(function, context, account.api_key, "api/get_run", "get_run", run_id=created["run_id"])
+    data = body["data"]
+    assert data["status"] == "partial", data["errors"]
+    research = [e for e in data["errors"] if e["block_type"] in ("web-research-block", "deep-research-block")]
+    assert research and all("set SEARCH_PROVIDER" in e["error"] for e in research)
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    assert any(n.status.value == "completed" for n in nodes)
 
 
 def test_artifacts_of_one_run_have_distinct_names():

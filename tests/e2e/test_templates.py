@@ -13,6 +13,8 @@ from tests.e2e.conftest import poll_until_finished
 
 pytestmark = pytest.mark.e2e
 
+RESEARCH_BLOCKS = ("web-research-block", "deep-research-block")
+
 NOTES = (
     b"# Field notes\n"
     b"Tide pools form where the sea retreats at low tide and leaves water among the rocks.\n"
@@ -76,8 +78,12 @@ def test_each_template_plans_its_canvas_and_runs_to_an_answer(http, template):
     missing = sorted({k for k in kinds if implementation(k) is None})
     if missing:
         pytest.xfail(f"block types not implemented in this tree yet: {', '.join(missing)}")
-    # And the run completed, answering the prompt from the notes with numbered sources, offline
-    assert data["status"] == "completed", data["errors"]
+    # And the run completed, answering the prompt from the notes with numbered sources, offline; a block that
+    # researches the web has no search provider here, so it fails naming the setting and the run is partial
+    research = [e for e in data["errors"] if e.get("block_type") in RESEARCH_BLOCKS]
+    assert data["status"] == ("partial" if research else "completed"), data["errors"]
+    assert all("set SEARCH_PROVIDER" in e["error"] for e in research) and len(research) == len(data["errors"])
+    assert bool(research) == any(k in RESEARCH_BLOCKS for k in kinds)
     answer = data["result"]["final_output"]
     assert "Offline answer" in answer and SUBJECT[template] in answer
     assert "Sea anemones, hermit crabs and periwinkle snails live in the tide pools of the north shore [1]." in answer

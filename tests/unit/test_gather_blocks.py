@@ -375,12 +375,16 @@ def test_web_research_reads_results_and_notes_each_source(monkeypatch):
     assert (ctx.usage.searches, ctx.usage.pages_fetched) == (2, 2)
 
 
-def test_web_research_without_a_search_provider_says_so(monkeypatch):
-    from canvas_core.blocks import web_research
+@pytest.mark.parametrize("block_type", ["web-research-block", "deep-research-block"])
+def test_research_without_a_search_provider_fails_naming_the_setting(monkeypatch, block_type):
+    from canvas_core.blocks import deep_research, web_research
 
+    # Given no search provider and no file to research
     monkeypatch.delenv("SEARCH_PROVIDER", raising=False)
-    out = web_research.run(context("web-research-block"))
-    assert "No web search provider is configured (SEARCH_PROVIDER=none)" in out.content and out.sources == []
+    block = web_research if block_type == "web-research-block" else deep_research
+    # When / Then the block fails, saying which setting gives it the web
+    with pytest.raises(BlockFatalError, match=r"SEARCH_PROVIDER=none.*set SEARCH_PROVIDER to searxng"):
+        block.run(context(block_type))
 
 
 @pytest.mark.parametrize(
@@ -494,6 +498,12 @@ def test_deep_research_offline_works_from_the_canvas_files(monkeypatch):
 def test_deep_research_with_nothing_found_still_reports(monkeypatch):
     from canvas_core.blocks import deep_research
 
-    monkeypatch.delenv("SEARCH_PROVIDER", raising=False)
+    class FindsNothing:
+        name = "searxng"
+
+        def search(self, query, limit):
+            return []
+
+    monkeypatch.setattr(deep_research, "search_provider", lambda settings: FindsNothing())
     out = deep_research.run(context("deep-research-block"))
     assert "No sources were found." in out.content and "stopped because a round found no new sources" in out.content

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.research import (
+    NO_SEARCH_PROVIDER,
     Note,
     json_value,
     key_terms,
@@ -26,7 +27,7 @@ from canvas_core.blocks.research import (
     search_provider,
     task_of,
 )
-from canvas_core.errors import StorageError
+from canvas_core.errors import BlockFatalError, StorageError
 from canvas_core.gather.fetch import Fetcher
 from canvas_core.gather.index import Bm25Index, Chunk, Hit, index_key
 from canvas_core.gather.search import SearchProvider
@@ -70,6 +71,9 @@ def run(ctx: BlockContext) -> BlockOutput:
     notes: list[Note] = []
     seen: set[str] = set()
     ran: list[str] = []
+    if provider.name == "none" and not any(n.type == "file-block" for n in ctx.inputs):
+        # Nothing to research: a report from the prompt alone would pass for research.
+        raise BlockFatalError(NO_SEARCH_PROVIDER)
     queries = plan_queries(ctx, task, QUERIES_PER_ROUND)
     while queries and budget.allows(ctx, "round"):
         budget.rounds += 1

@@ -45,6 +45,13 @@ class Note:
         return f"{self.file_name}" + (f", page {self.page}" if self.page else "")
 
 
+# Why a research block with nothing to research fails: the setting that would give it the web.
+NO_SEARCH_PROVIDER = (
+    "No web search provider is configured (SEARCH_PROVIDER=none), so this block could not research the web: set "
+    "SEARCH_PROVIDER to searxng (with SEARCH_API_URL), brave or tavily (with SEARCH_API_KEY)"
+)
+
+
 def search_provider(settings: GatherSettings) -> SearchProvider:
     """The configured search provider; a misconfiguration fails the block with its reason."""
     try:

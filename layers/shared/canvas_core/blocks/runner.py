@@ -39,7 +39,10 @@ from canvas_core.providers import ModelProvider, get_provider
 
 # How long a block's running mark waits for its work (and that of blocks released with it) to get going.
 MARK_AFTER_SECONDS = 0.05
-OPTIONAL_INPUTS = frozenset({BlockType.WEB.value, BlockType.YT.value})
+# Sources a block goes without when they fail: a page, a video, and research that found nothing or could not search.
+OPTIONAL_INPUTS = frozenset(
+    {BlockType.WEB.value, BlockType.YT.value, BlockType.WEB_RESEARCH.value, BlockType.DEEP_RESEARCH.value}
+)
 
 
 @tracer.capture_method

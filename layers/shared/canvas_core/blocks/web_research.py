@@ -1,14 +1,23 @@
 """web-research-block: search the web for the block's task and take notes on the top results.
 
 Queries come from the model (or the task itself); each runs on the configured search provider
-(canvas_core/gather/search.py; SEARCH_PROVIDER=none searches nothing and the block says so); the top results
-are read through the SSRF-guarded fetcher, and each source gets its notes under its number and URL.
+(canvas_core/gather/search.py); with SEARCH_PROVIDER=none the block fails naming the setting, and the blocks
+reading it go on without it (the run ends `partial`). The top results are read through the SSRF-guarded
+fetcher, and each source gets its notes under its number and URL.
 """
 
 from __future__ import annotations
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.blocks.research import plan_queries, read_results, render_notes, search, search_provider, task_of
+from canvas_core.blocks.research import (
+    NO_SEARCH_PROVIDER,
+    plan_queries,
+    read_results,
+    render_notes,
+    search,
+    search_provider,
+    task_of,
+)
 from canvas_core.errors import BlockFatalError
 from canvas_core.gather.fetch import Fetcher
 from canvas_core.settings import gather_settings
@@ -19,12 +28,7 @@ def run(ctx: BlockContext) -> BlockOutput:
     provider = search_provider(settings)
     task = task_of(ctx)
     if provider.name == "none":
-        return BlockOutput(
-            content=(
-                f"# Web research: {task}\n\nNo web search provider is configured (SEARCH_PROVIDER=none), "
-                "so no web results were gathered for this block."
-            )
-        )
+        raise BlockFatalError(NO_SEARCH_PROVIDER)
     queries = plan_queries(ctx, task, settings.web_research_queries)
     results, seen_urls = [], set()
     for query in queries:
