@@ -508,3 +508,60 @@ def test_path_of_saved_file_is_reported(api, sleeps, capsys, tmp_path):
     assert canvas(api, "wait", run.run_id, "--out", str(tmp_path / "new")) == 0
 
     assert f"Saved {Path(tmp_path / 'new' / 'memo.docx')} (4 B)" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- rerun
+
+
+@pytest.mark.parametrize(("status", "code"), [("completed", 0), ("partial", 3), ("failed", 4)])
+def test_rerun_posts_the_new_instructions_and_exits_with_the_new_runs_outcome(
+    api, sleeps, capsys, tmp_path, status, code
+):
+    # Given a re-run that the service starts, and that ends after two polls
+    run = api.script_run([api.running(0, 2), api.ended(status, "# Answer\n\nAgain.")])
+    canvas_id, block_id = str(uuid.uuid4()), str(uuid.uuid4())
+    api.route(f"/v1/canvas/{canvas_id}/blocks/{block_id}/rerun", api.routes["/v1/run"])
+
+    # When
+    result = canvas(
+        api, "rerun", canvas_id, block_id, "--instructions", "Name the weakest region", "--out", str(tmp_path)
+    )
+
+    # Then the block's new instructions were posted as JSON, and the new run was followed to its end
+    rerun = api.requests[0]
+    assert (rerun.method, rerun.path) == ("POST", f"/v1/canvas/{canvas_id}/blocks/{block_id}/rerun")
+    assert json.loads(rerun.body) == {"instructions": "Name the weakest region"}
+    assert result == code
+    assert run.polls == 2
+    assert f"{status.capitalize()} in " in capsys.readouterr().err
+
+
+def test_rerun_without_instructions_posts_an_empty_object_and_no_wait_prints_the_run_id(api, sleeps, capsys):
+    run = api.script_run([api.running(0, 1)])
+    canvas_id, block_id = str(uuid.uuid4()), str(uuid.uuid4())
+    api.route(f"/v1/canvas/{canvas_id}/blocks/{block_id}/rerun", api.routes["/v1/run"])
+
+    assert canvas(api, "rerun", canvas_id, block_id, "--no-wait") == 0
+
+    assert json.loads(api.requests[0].body) == {}
+    assert capsys.readouterr().out == f"{run.run_id}\n"
+
+
+def test_rerun_refused_by_the_service_is_one_line_and_exit_1(api, sleeps, capsys, tmp_path):
+    canvas_id, block_id = str(uuid.uuid4()), str(uuid.uuid4())
+    refusal = {
+        "success": False,
+        "error": "The run r1 of this canvas is still running: re-run a block once it has ended",
+    }
+    api.route(f"/v1/canvas/{canvas_id}/blocks/{block_id}/rerun", json_response(refusal, 409))
+
+    assert canvas(api, "rerun", canvas_id, block_id, "--out", str(tmp_path)) == 1
+
+    assert capsys.readouterr().err == f"canvas rerun: {refusal['error']} (409)\n"
+
+
+def test_rerun_ids_must_be_uuids(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["rerun", "not-a-canvas", str(uuid.uuid4()), "--api-key", KEY])
+    assert exited.value.code == 2
+    assert "not a UUID: 'not-a-canvas'" in capsys.readouterr().err

@@ -83,6 +83,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--no-wait", action="store_true", help="print the run id and return once the run has started")
     run.set_defaults(client_command=_guarded(run_run))
 
+    rerun = commands.add_parser(
+        "rerun",
+        parents=[service, follow],
+        help="run a block of a finished run's canvas again, with what depends on it, and follow the new run",
+    )
+    rerun.add_argument("canvas_id", type=_uuid, help="the canvas of a run that has ended")
+    rerun.add_argument("block_id", type=_uuid, help="the block to run again (its id: canvas dag --format json)")
+    rerun.add_argument("--instructions", metavar="TEXT", help="the block's new instructions (default: its own)")
+    rerun.add_argument("--no-wait", action="store_true", help="print the run id and return once the run has started")
+    rerun.set_defaults(client_command=_guarded(rerun_block))
+
     wait = commands.add_parser(
         "wait", parents=[service, follow], help="follow a run to its end, print its answer and save its files"
     )
@@ -197,15 +208,32 @@ def run_run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             _say("\nInterrupted while starting the run; it may have started: see canvas runs")
             return EXIT_INTERRUPTED
-        run_id = created["run_id"]
-        if args.no_wait:
-            if args.json:
-                print(json.dumps(created, indent=2))
-            else:
-                print(run_id)
-                _say(f"Run started; follow it with: canvas wait {run_id}")
-            return EXIT_OK
-        return _follow(client, run_id, args, created.get("estimated_duration_ms"))
+        return _started(client, created, args)
+
+
+def rerun_block(args: argparse.Namespace) -> int:
+    """A new run in which the block, with new instructions, and what depends on it run again; followed as `run`."""
+    _check_out_dir(args.out)
+    with _client(args) as client:
+        try:
+            created = client.rerun_block(args.canvas_id, args.block_id, args.instructions)
+        except KeyboardInterrupt:
+            _say("\nInterrupted while starting the re-run; it may have started: see canvas runs")
+            return EXIT_INTERRUPTED
+        return _started(client, created, args)
+
+
+def _started(client: CanvasClient, created: dict[str, Any], args: argparse.Namespace) -> int:
+    """A run that has just started: its id printed (--no-wait), else followed to its end."""
+    run_id = created["run_id"]
+    if args.no_wait:
+        if args.json:
+            print(json.dumps(created, indent=2))
+        else:
+            print(run_id)
+            _say(f"Run started; follow it with: canvas wait {run_id}")
+        return EXIT_OK
+    return _follow(client, run_id, args, created.get("estimated_duration_ms"))
 
 
 def wait_run(args: argparse.Namespace) -> int:

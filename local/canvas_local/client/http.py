@@ -130,6 +130,11 @@ class CanvasClient:
         parts = [("files", file) for file in files] or None
         return self._call("POST", "/v1/run", data=form, files=parts, headers={"Idempotency-Key": idempotency_key})
 
+    def rerun_block(self, canvas_id: str, block_id: str, instructions: str | None = None) -> dict[str, Any]:
+        """POST /v1/canvas/{canvas_id}/blocks/{block_id}/rerun: a JSON object, with the block's new instructions."""
+        body = {"instructions": instructions} if instructions else {}
+        return self._call("POST", f"/v1/canvas/{canvas_id}/blocks/{block_id}/rerun", json=body)
+
     def get_run(self, run_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/run/{run_id}")
 

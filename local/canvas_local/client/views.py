@@ -54,7 +54,8 @@ def dag_tree(dag: dict[str, Any]) -> Tree:
             parent.add(f"[dim]↳ {escape(node['name'])} (above)[/]")
             return
         shown.add(node_id)
-        branch = parent.add(f"{escape(node['name'])} [dim]{escape(node['type'])}[/] {_status(node['status'])}")
+        reused = " [dim](reused)[/]" if node.get("reused") else ""  # a re-run's block carried over, not run again
+        branch = parent.add(f"{escape(node['name'])} [dim]{escape(node['type'])}[/] {_status(node['status'])}{reused}")
         for child in children.get(node_id, []):
             add(branch, child)
 
