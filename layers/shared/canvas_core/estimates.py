@@ -101,8 +101,9 @@ def estimate_block_credits(block_type: str, persona: str | None) -> int:
     known = {t.value: t for t in BlockType}
     usage = TYPICAL_BLOCK_USAGE.get(known[block_type]) if block_type in known else None
     input_tokens, output_tokens, searches, pages, artifacts = usage or max(TYPICAL_BLOCK_USAGE.values())
+    # The offline provider answers every role itself, whatever model ids are configured.
     offline = provider_settings().model_provider == "offline"
-    model = model_for_role(role_of(persona), default="offline/" if offline else "")
+    model = "offline/" if offline else model_for_role(role_of(persona), default="")
     return usage_credits([(model, input_tokens, output_tokens)], searches, pages, artifacts)
 
 

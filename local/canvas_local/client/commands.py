@@ -1,4 +1,5 @@
-"""`canvas run`, `status`, `wait`, `download`, `runs`, `dag` and `tasks`: the service from a terminal.
+"""`canvas run`, `status`, `wait`, `download`, `runs`, `dag`, `tasks`,
+`approve` and `cancel`: the service from a terminal.
 
 They talk to `--base-url` (else `CANVAS_BASE_URL`, else http://127.0.0.1:3000, where `canvas serve` listens) with
 `--api-key` (else `CANVAS_API_KEY`). Answers go to standard output; progress, saved files and errors to
@@ -26,6 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
+from rich.table import Table
 
 from canvas_core.models.catalog import BlockType, Template
 from canvas_core.prompt_format import ANSWER_SOURCES_MARK
@@ -81,7 +83,34 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--instructions", metavar="TEXT", help="behavioural guidance for the agents")
     run.add_argument("--no-wait", action="store_true", help="print the run id and return once the run has started")
+    run.add_argument(
+        "--review",
+        action="store_true",
+        help="plan the run, print its blocks and estimated credits, and ask before any block runs",
+    )
+    run.add_argument("--yes", action="store_true", help="with --review: approve the plan without asking")
     run.set_defaults(client_command=_guarded(run_run))
+
+    approve = commands.add_parser(
+        "approve", parents=[service], help="let a run created with --review (review=true) go on from its plan"
+    )
+    approve.add_argument("run_id", type=_uuid)
+    approve.add_argument(
+        "--instructions",
+        dest="block_instructions",
+        type=_block_instructions,
+        action="append",
+        default=[],
+        metavar="BLOCK_ID=TEXT",
+        help="new instructions for a planned block (repeatable)",
+    )
+    approve.set_defaults(client_command=_guarded(approve_run))
+
+    cancel = commands.add_parser(
+        "cancel", parents=[service], help="end a running run; blocks not started never run and are not charged"
+    )
+    cancel.add_argument("run_id", type=_uuid)
+    cancel.set_defaults(client_command=_guarded(cancel_run))
 
     rerun = commands.add_parser(
         "rerun",
@@ -139,6 +168,13 @@ def _block_types(text: str) -> list[str]:
     return blocks
 
 
+def _block_instructions(text: str) -> tuple[str, str]:
+    block_id, equals, instructions = text.partition("=")
+    if not equals or not instructions.strip():
+        raise argparse.ArgumentTypeError(f"expected BLOCK_ID=TEXT, not {text!r}")
+    return _uuid(block_id.strip()), instructions.strip()
+
+
 def _page_size(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 100:
         raise argparse.ArgumentTypeError(f"must be an integer from 1 to 100, not {text!r}")
@@ -190,6 +226,10 @@ def _client(args: argparse.Namespace) -> CanvasClient:
 
 
 def run_run(args: argparse.Namespace) -> int:
+    if args.yes and not args.review:
+        raise UsageError("--yes approves a plan: it goes with --review")
+    if args.review and args.prompt == "-" and not args.yes:
+        raise UsageError("--review asks on standard input, which holds the prompt: pass --yes, or the prompt itself")
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         raise UsageError("the prompt is empty")
@@ -204,11 +244,82 @@ def run_run(args: argparse.Namespace) -> int:
                 instructions=args.instructions,
                 files=files,
                 idempotency_key=str(uuid.uuid4()),
+                review=args.review,
             )
         except KeyboardInterrupt:
             _say("\nInterrupted while starting the run; it may have started: see canvas runs")
             return EXIT_INTERRUPTED
+        if args.review and not args.no_wait:
+            return _review(client, created, args)
         return _started(client, created, args)
+
+
+def _review(client: CanvasClient, created: dict[str, Any], args: argparse.Namespace) -> int:
+    """A run created with review: wait for its plan, print it, approve it (asked, or --yes) and follow the run; a plan
+    declined is cancelled, so that nothing more is spent on it."""
+    run_id = created["run_id"]
+    try:
+        run = _last(_until_planned(client.poll_run(run_id)))
+        if run.get("awaiting_approval"):
+            _print_plan(client.get_dag(run["canvas_id"]), run)
+            if not (args.yes or _confirm("Approve this plan and run it?")):
+                ended = client.cancel_run(run_id)
+                _say(f"Run {run_id} cancelled")
+                _print_outcome(ended)
+                return OUTCOME_EXIT.get(ended["status"], EXIT_ERROR)
+            client.approve_run(run_id)
+            _say(f"Run {run_id} approved")
+    except KeyboardInterrupt:
+        _say(f"\nInterrupted: run {run_id} waits for approval. Approve it with: canvas approve {run_id}")
+        return EXIT_INTERRUPTED
+    return _follow(client, run_id, args, created.get("estimated_duration_ms"))
+
+
+def _until_planned(polls: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The run's polls until it waits for approval or has ended."""
+    for run in polls:
+        yield run
+        if run.get("awaiting_approval"):
+            return
+
+
+def _print_plan(dag: dict[str, Any], run: dict[str, Any]) -> None:
+    """The planned blocks, their types and estimated credits, and the total, on standard error."""
+    table = Table(title="Plan", title_justify="left", show_edge=False)
+    table.add_column("Block")
+    table.add_column("Type")
+    table.add_column("Credits (est.)", justify="right")
+    for node in dag.get("nodes", []):
+        table.add_row(escape(node["name"]), node["type"], str(node.get("estimated_credits", "?")))
+    console = Console(stderr=True)
+    console.print(table)
+    console.print(
+        f"{len(dag.get('nodes', []))} blocks · estimated {run.get('estimated_credits', 0)} credits", highlight=False
+    )
+
+
+def _confirm(question: str) -> bool:
+    _say(f"{question} [y/N] ")
+    try:
+        answer = sys.stdin.readline()
+    except OSError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
+def approve_run(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        run = client.approve_run(args.run_id, dict(args.block_instructions))
+    _say(f"Run {run['run_id']} approved; follow it with: canvas wait {run['run_id']}")
+    return EXIT_OK
+
+
+def cancel_run(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        run = client.cancel_run(args.run_id)
+    _say(f"Run {args.run_id} cancelled")
+    _print_outcome(run)
+    return EXIT_OK
 
 
 def rerun_block(args: argparse.Namespace) -> int:

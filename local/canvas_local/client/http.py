@@ -118,6 +118,7 @@ class CanvasClient:
         instructions: str | None = None,
         files: Sequence[tuple[str, bytes, str]] = (),
         idempotency_key: str,
+        review: bool = False,
     ) -> dict[str, Any]:
         """POST /v1/run: a form, multipart when there are files (each `(name, bytes, content type)`)."""
         form = {"prompt": prompt}
@@ -127,6 +128,8 @@ class CanvasClient:
             form["blocks"] = json.dumps(blocks)
         if instructions:
             form["agent_instructions"] = instructions
+        if review:
+            form["review"] = "true"
         parts = [("files", file) for file in files] or None
         return self._call("POST", "/v1/run", data=form, files=parts, headers={"Idempotency-Key": idempotency_key})
 
@@ -137,6 +140,13 @@ class CanvasClient:
 
     def get_run(self, run_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/run/{run_id}")
+
+    def approve_run(self, run_id: str, instructions: dict[str, str] | None = None) -> dict[str, Any]:
+        """POST /v1/run/{run_id}/approve: a JSON object, with new instructions by block id."""
+        return self._call("POST", f"/v1/run/{run_id}/approve", json={"instructions": instructions or {}})
+
+    def cancel_run(self, run_id: str) -> dict[str, Any]:
+        return self._call("POST", f"/v1/run/{run_id}/cancel")
 
     def list_runs(self, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         params = {k: v for k, v in {"limit": limit, "cursor": cursor}.items() if v is not None}
