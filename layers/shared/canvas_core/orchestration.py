@@ -99,7 +99,8 @@ def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:
     plan = plan_canvas(run)
     try:
         # Charged once, before the blocks: a retried step that plans again is not charged again.
-        if store.record_planning(run.run_id, run.account_id, plan.models_used, plan.credits):
+        notes = [plan.fallback] if plan.fallback else None
+        if store.record_planning(run.run_id, run.account_id, plan.models_used, plan.credits, notes):
             count("CreditsDebited", plan.credits, step="plan")
     except CreditsExhaustedError as exc:
         _fail_unpaid(store, run, f"planning {exc}")
@@ -159,6 +160,7 @@ def finalize_run(
         status = RunStatus.FAILED
 
     errors = [RunError(error=failure, recoverable=True)] if failure else []
+    errors += [RunError(error=note, recoverable=True) for note in run.planning_notes]
     errors += [
         RunError(error=f"{n.name}: {n.error}", block_id=n.block_id, block_type=n.type, recoverable=False)
         for n in nodes

@@ -42,6 +42,9 @@ class Plan:
     credits: int = 0
     method: str = "rules"
     problems: list[str] = field(default_factory=list)
+    # Why the Planner's model was not used when it was called (its call failed, its answer was cut off or never a
+    # usable plan): the run's errors say so (orchestration.finalize_run).
+    fallback: str | None = None
 
 
 @tracer.capture_method
@@ -55,16 +58,19 @@ def plan_canvas(run: RunItem, provider: ModelProvider | None = None) -> Plan:
     uploads = _upload_steps(run)
     provider = provider or get_provider()
     calls: list[tuple[str, int, int]] = []
-    checked, method = None, "rules"
+    checked, method, fallback = None, "rules", None
     if provider_name(provider) != "offline":
-        checked = _plan_with_model(run, constraint, uploads, provider, calls)
+        why: list[str] = []
+        checked = _plan_with_model(run, constraint, uploads, provider, calls, why)
         method = "model" if checked is not None else "rules (the model gave no usable plan)"
+        if checked is None:
+            fallback = f"The Planner's model was not used ({'; '.join(why) or 'no usable plan'}); planned by rules"
     if checked is None:
         steps = rule_steps(run.prompt, run.agent_instructions, constraint, uploads)
         checked = check_plan(steps, uploads, constraint, MAX_BLOCKS)
 
     plan = _build(run, checked.steps)
-    plan.method, plan.problems = method, checked.problems
+    plan.method, plan.problems, plan.fallback = method, checked.problems, fallback
     plan.models_used = list(dict.fromkeys(model for model, _, _ in calls))
     plan.credits = _credits(calls)
     count("ModelInputTokens", sum(tokens for _, tokens, _ in calls), step="plan")
@@ -82,8 +88,10 @@ def _plan_with_model(
     uploads: list[PlanStep],
     provider: ModelProvider,
     calls: list[tuple[str, int, int]],
+    why: list[str],
 ) -> Checked | None:
-    """A model's plan, checked and repaired; None when it failed or gave nothing usable in MAX_PLAN_ATTEMPTS."""
+    """A model's plan, checked and repaired; None when it failed or gave nothing usable in MAX_PLAN_ATTEMPTS
+    (`why` then holds the reason)."""
     from canvas_core.agents.checks import check_plan
     from canvas_core.agents.prompts import planner_request, planner_system_prompt, replan_request
     from canvas_core.agents.schema import PlanParseError, parse_plan
@@ -96,11 +104,13 @@ def _plan_with_model(
     for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
         if attempt > 1 and time.monotonic() - started > PLAN_BUDGET_SECONDS:
             logger.warning("The Planner ran out of time for another attempt; planning by rules")
+            why.append(f"no usable plan within {PLAN_BUDGET_SECONDS} s")
             return None
         try:
             completion = provider.complete(system=system, prompt=prompt, role="planner")
         except (BlockRetryableError, BlockFatalError) as exc:
             logger.warning("The Planner's model call failed; planning by rules", extra={"reason": str(exc)})
+            why.append(str(exc))
             return None
         calls.append((completion.model_id, completion.input_tokens, completion.output_tokens))
         try:
@@ -113,6 +123,7 @@ def _plan_with_model(
             reason = "; ".join(checked.problems[-3:])
         logger.warning("The Planner's answer was not a usable plan", extra={"attempt": attempt, "reason": reason})
         prompt = replan_request(request, completion.text, reason)
+    why.append(f"no usable plan in {MAX_PLAN_ATTEMPTS} attempts: {reason}")
     return None
 
 

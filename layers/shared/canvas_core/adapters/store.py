@@ -765,19 +765,24 @@ class Store:
             }
         ]
 
-    def record_planning(self, run_id: str, account_id: str, models_used: list[str], credits: int) -> bool:
-        """Store what planning used on the run and pay its credits (from the run's reservation, else the account), in
-        one write, once per run (False when a retried step finds it recorded). CreditsExhaustedError, with nothing
-        written, when they cannot be paid."""
+    def record_planning(
+        self, run_id: str, account_id: str, models_used: list[str], credits: int, notes: list[str] | None = None
+    ) -> bool:
+        """Store what planning used on the run (and `notes`, what the run's errors are to say of it) and pay its
+        credits (from the run's reservation, else the account), in one write, once per run (False when a retried
+        step finds it recorded). CreditsExhaustedError, with nothing written, when they cannot be paid."""
         run_update = {
             "Update": {
                 "TableName": self.settings.runs_table,
                 "Key": {"run_id": {"S": run_id}},
                 "UpdateExpression": (
                     "SET planning_models_used = :models, planning_credits = :credits, planning_recorded = :yes"
+                    + (", planning_notes = :notes" if notes else "")
                 ),
                 "ConditionExpression": "attribute_exists(run_id) AND attribute_not_exists(planning_recorded)",
-                "ExpressionAttributeValues": expression_values(models=models_used, credits=credits, yes=True),
+                "ExpressionAttributeValues": expression_values(
+                    models=models_used, credits=credits, yes=True, **({"notes": notes} if notes else {})
+                ),
             }
         }
         run = self._consistent_run(run_id)

@@ -63,6 +63,8 @@ class RunItem(Model):
     # What the Planner used (set once by Plan Canvas); metadata adds it to the blocks' models and credits.
     planning_models_used: list[str] = Field(default_factory=list)
     planning_credits: int = 0
+    # What the run's errors say of planning: why the Planner's model was not used, when it was not.
+    planning_notes: list[str] = Field(default_factory=list)
     # The credits set aside for the run and not spent yet: taken from the account when it is admitted (and topped up
     # if it spends more), spent by its planning and blocks, the rest given back when it ends. None: a run admitted
     # before runs held reservations, which spends from the account directly.
