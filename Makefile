@@ -95,6 +95,7 @@ $(AXE_JS):
 # ---- run --------------------------------------------------------------------------------------------
 
 run: $(VENV)/.installed-run
+	@echo "In another terminal: \`source $(VENV)/bin/activate\` puts canvas ($(CURDIR)/$(BIN)/canvas) on PATH"
 	$(BIN)/canvas serve $(ARGS)
 
 bench: $(VENV)/.installed

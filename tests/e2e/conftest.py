@@ -122,11 +122,11 @@ class Served:
 
 
 @contextmanager
-def canvas_serve() -> Iterator[Served]:
-    """`canvas serve --port 0`, once it has printed everything it says on starting (the AWS endpoint comes last);
-    stopped with Ctrl-C at the end unless the test stopped it."""
+def canvas_serve(*args: str) -> Iterator[Served]:
+    """`canvas serve --port 0` (and `args`), once it has printed everything it says on starting (the AWS endpoint
+    comes last); stopped with Ctrl-C at the end unless the test stopped it."""
     process = subprocess.Popen(
-        [str(CANVAS), "serve", "--port", "0"],
+        [str(CANVAS), "serve", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
