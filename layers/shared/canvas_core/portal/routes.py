@@ -21,6 +21,7 @@ from canvas_core.api import create_app, ok
 from canvas_core.api.app import error_response
 from canvas_core.errors import ServiceError
 from canvas_core.keys import create_key, list_keys, revoke_key
+from canvas_core.models.api import ApproveRunRequest
 from canvas_core.models.base import Model
 from canvas_core.portal.pages import asset_response, error_page
 from canvas_core.portal.sessions import (
@@ -34,6 +35,7 @@ from canvas_core.portal.sessions import (
     sign_out,
 )
 from canvas_core.portal.viewer import canvas_view
+from canvas_core.reviews import approve_run, cancel_run
 from canvas_core.runs import get_run_status, list_runs
 from canvas_core.settings import WebhookQueueSettings, api_settings
 
@@ -184,6 +186,16 @@ def create_portal_app() -> APIGatewayRestResolver:
     @app.get("/portal/api/runs/<run_id>/canvas")
     def run_canvas(run_id: str) -> dict[str, Any]:
         return ok(canvas_view(run_id, session().account_id))
+
+    @app.post("/portal/api/runs/<run_id>/approve")
+    def approved_run(run_id: str) -> dict[str, Any]:
+        """The viewer's Approve: POST /v1/run/{run_id}/approve, the plan as it is, for the session's account."""
+        return ok(approve_run(run_id, changing().account_id, ApproveRunRequest()))
+
+    @app.post("/portal/api/runs/<run_id>/cancel")
+    def cancelled_run(run_id: str) -> dict[str, Any]:
+        """The viewer's Cancel: POST /v1/run/{run_id}/cancel for the session's account."""
+        return ok(cancel_run(run_id, changing().account_id))
 
     # ---- webhook endpoints (canvas_core.webhooks.endpoints, shared with /v1/webhook_endpoints)
 

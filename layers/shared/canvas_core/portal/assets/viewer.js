@@ -87,6 +87,7 @@
     status.textContent = node.status;
     status.className = `badge ${node.status}`;
     $("node-credits").textContent = String(node.credits ?? 0);
+    $("node-estimate").textContent = node.estimated_credits == null ? "–" : `${node.estimated_credits} credits`;
     $("node-models").textContent = (node.models_used || []).join(", ") || "–";
     $("node-url").replaceChildren(node.url ? el("a", { href: node.url, rel: "noopener noreferrer", target: "_blank", text: shorten(node.url, 40) }) : "–");
     $("node-error").textContent = node.error ? `Error: ${node.error}` : "";
@@ -104,6 +105,47 @@
     $("node-sources").replaceChildren(...sources);
   }
 
+  // Review: a run created with review=true waits with its plan (its blocks and their estimated credits) until
+  // approved; a running run can be cancelled. POSTs of the session: its CSRF token goes with them.
+  let timer = null;
+  function schedule(delay) {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(refresh, delay);
+  }
+
+  let shownPlan = "";
+  function showReview(view) {
+    const run = view.run;
+    const waiting = run.awaiting_approval === true;
+    $("review").hidden = !waiting;
+    $("run-actions").hidden = run.status !== "running";
+    if (!waiting) return;
+    const plan = view.nodes.map((node) => [node.id, node.name, node.type, node.estimated_credits]);
+    const key = JSON.stringify([plan, run.estimated_credits]);
+    if (key === shownPlan) return;
+    shownPlan = key;
+    $("review-summary").textContent =
+      `${view.nodes.length} blocks planned · estimated ${run.estimated_credits ?? 0} credits. Nothing runs until you approve.`;
+    $("review-plan").replaceChildren(...view.nodes.map((node) => el("li", { "data-node-id": node.id },
+      `${node.name} (${node.type}): ${node.estimated_credits ?? "?"} credits`)));
+  }
+
+  async function act(action, pending, done) {
+    const buttons = [$("approve-run"), $("cancel-run")];
+    for (const button of buttons) button.disabled = true;
+    notify(pending, "info");
+    try {
+      const session = await call("../portal/api/", "GET", "session");
+      Canvas.setCsrf(session.csrf_token);
+      await call("../portal/api/", "POST", `runs/${encodeURIComponent(runId)}/${action}`);
+      notify(done, "info");
+    } catch (error) {
+      notify(`${action === "approve" ? "Approval" : "Cancel"} refused: ${error.message}`, "error");
+    }
+    for (const button of buttons) button.disabled = false;
+    schedule(0);
+  }
+
   function taskList(tasks) {
     return el("ul", {}, ...tasks.map((task) => el("li", { "data-task-id": task.task_id },
       el("span", { class: `badge ${task.status}`, text: task.status }),
@@ -113,6 +155,7 @@
 
   function showRun(view) {
     const run = view.run;
+    showReview(view);
     document.title = `${view.canvas_name || "Canvas"} · Canvas viewer`;
     $("canvas-name").textContent = view.canvas_name || "Canvas";
     const status = $("run-status");
@@ -204,8 +247,10 @@
     }
     if (selected) showNode(nodesById.get(selected));
     showRun(view);
-    if (view.run.status === "running") window.setTimeout(refresh, POLL_MS);
+    if (view.run.status === "running") schedule(POLL_MS);
   }
 
+  $("approve-run").addEventListener("click", () => act("approve", "Approving…", "Approved: the run goes on."));
+  $("cancel-run").addEventListener("click", () => act("cancel", "Cancelling…", "Cancelled."));
   refresh();
 })();
