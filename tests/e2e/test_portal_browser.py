@@ -6,6 +6,7 @@ Screenshots go to $CANVAS_SCREENSHOTS (default: a temporary folder), never into 
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import tempfile
 import threading
@@ -276,6 +277,80 @@ def test_the_viewer_of_another_accounts_run_is_not_found(stack, driver):
 
     # Then it is not found
     assert f"Run not found: {run_id}" in driver.find_element("tag name", "body").text
+
+
+def test_the_viewers_rerun_runs_a_block_again_in_a_new_run_that_marks_the_reused_blocks(stack, driver):
+    # Given a finished chain of three scripted blocks (a block's instructions are its script)
+    prompt = "portal e2e: a block re-run from the viewer"
+    with scripted({prompt: Dag([Block(), Block(), Block()], [(0, 1), (1, 2)])}) as script:
+        with httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": KEY}, timeout=30) as client:
+            source_id = client.post("/v1/run", data={"prompt": prompt}).json()["data"]["run_id"]
+            wait_until(
+                lambda: client.get(f"/v1/run/{source_id}").json()["data"]["status"] == "completed",
+                timeout=60,
+                what="the run completed",
+            )
+            canvas_id = client.get(f"/v1/run/{source_id}").json()["data"]["canvas_id"]
+            first, middle, last = client.get(f"/v1/canvas/{canvas_id}/dag").json()["data"]["nodes"]
+        sign_in(driver, stack)
+        driver.get(f"{stack.base_url}/runs/{source_id}")
+        wait_until(lambda: by_id(driver, "run-status").text == "completed", what="the run shown completed")
+
+        # When the middle block is selected, given new instructions and re-run
+        driver.find_element("css selector", f'g.node[data-node-id="{middle["id"]}"]').click()
+        form = wait_until(lambda: by_id(driver, "rerun-form").is_displayed() and by_id(driver, "rerun-form"))
+        instructions = by_id(driver, "rerun-instructions")
+        # (starting from the block's own instructions: its script, as bench/dags.py plans it)
+        assert instructions.get_attribute("value") == json.dumps(Block().__dict__)
+        instructions.clear()
+        instructions.send_keys('{"credits": 2}')
+        screenshot(driver, "viewer-rerun-form")
+        form.find_element("css selector", "button[type=submit]").click()
+
+        # Then the viewer shows the new run, which completes: the first block reused (marked so), the others run again
+        wait_until(lambda: not driver.current_url.endswith(f"/runs/{source_id}"), what="the new run opened")
+        rerun_id = driver.current_url.rsplit("/", 1)[1]
+        wait_until(lambda: by_id(driver, "run-status").text == "completed", timeout=60, what="the re-run completed")
+    reused = driver.execute_script(
+        "return [...document.querySelectorAll('g.node')].filter(g => g.classList.contains('reused'))"
+        ".map(g => g.dataset.nodeId)"
+    )
+    assert reused == [first["id"]]
+    assert "reused" in driver.find_element("css selector", f'g.node[data-node-id="{first["id"]}"] .kind').text
+    assert [script.attempts[n["id"]] for n in (first, middle, last)] == [1, 2, 2]
+    assert "A re-run of an earlier run from its block Block 1" in by_id(driver, "run-rerun-of").text
+    assert "2 credits" in by_id(driver, "run-progress").text
+    screenshot(driver, "viewer-rerun")
+    # And the new run is the API's too, with what it re-ran
+    with httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": KEY}, timeout=30) as client:
+        rerun_of = client.get(f"/v1/run/{rerun_id}").json()["data"]["metadata"]["rerun_of"]
+    assert rerun_of == {"run_id": source_id, "canvas_id": canvas_id, "block_id": middle["id"]}
+
+
+def test_a_rerun_posted_without_the_sessions_csrf_token_is_refused(stack, driver):
+    # Given a signed-in browser and a finished run
+    with httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": KEY}, timeout=30) as client:
+        run_id = client.post("/v1/run", data={"prompt": "portal e2e: csrf"}).json()["data"]["run_id"]
+        wait_until(
+            lambda: client.get(f"/v1/run/{run_id}").json()["data"]["status"] != "running", timeout=60, what="the run"
+        )
+        canvas_id = client.get(f"/v1/run/{run_id}").json()["data"]["canvas_id"]
+        block_id = client.get(f"/v1/canvas/{canvas_id}/dag").json()["data"]["nodes"][0]["id"]
+        runs_before = client.get("/v1/runs", params={"limit": 100}).json()["data"]["runs"]
+    sign_in(driver, stack)
+
+    # When the page posts a re-run with its session cookie but without the CSRF token
+    status = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        f"fetch('/portal/api/canvas/{canvas_id}/blocks/{block_id}/rerun', {{method: 'POST',"
+        " headers: {'Content-Type': 'application/json'}, body: JSON.stringify({instructions: 'x'}),"
+        " credentials: 'same-origin'}).then(r => done(r.status));"
+    )
+
+    # Then it is refused, and no run started
+    assert status == 403
+    with httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": KEY}, timeout=30) as client:
+        assert client.get("/v1/runs", params={"limit": 100}).json()["data"]["runs"] == runs_before
 
 
 def test_signing_out_ends_the_session(stack, driver):

@@ -289,3 +289,92 @@ def test_a_next_page_of_the_viewer_is_followed_once_signed_in(stack, driver, par
 
     # Then the viewer opens
     wait_until(lambda: driver.current_url == f"{stack.base_url}/runs/{partial_run}", what="the viewer")
+
+
+# Markdown an answer may hold that must never become HTML of its own, a script, or a link to anything but
+# http, https or mailto.
+HOSTILE_MARKDOWN = [
+    "<script>window.injected = true</script>",
+    '<img src=x onerror="window.injected = true">',
+    '<a href="javascript:window.injected=true">click</a>',
+    "[x](javascript:window.injected=true)",
+    "[x](JaVaScRiPt:window.injected=true)",
+    "[x]( javascript:window.injected=true )",
+    "[x](<javascript:window.injected=true>)",
+    "[x](java\tscript:window.injected=true)",
+    "[x](java&#115;cript:window.injected=true)",
+    "[x](data:text/html;base64,PHNjcmlwdD53aW5kb3cuaW5qZWN0ZWQ9dHJ1ZTwvc2NyaXB0Pg==)",
+    "[x](vbscript:msgbox)",
+    "[x](//evil.example/path)",
+    "[x](/portal/api/keys)",
+    "<javascript:window.injected=true>",
+    "![x](javascript:window.injected=true)",
+    "[**bold** x](javascript:window.injected=true)",
+    "| <b>a</b> | b |\n|---|---|\n| <i onclick='x'>c</i> | [d](javascript:x) |",
+    "```html\n<script>window.injected = true</script>\n```",
+    "- <svg onload=window.injected=true>\n  - <iframe src=javascript:x>",
+    "> <style>body{display:none}</style>",
+]
+ALLOWED_TAGS = {
+    "H1", "H2", "H3", "H4", "H5", "H6", "P", "STRONG", "EM", "DEL", "CODE", "PRE", "UL", "OL", "LI", "BLOCKQUOTE",
+    "HR", "BR", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD", "DIV", "SPAN", "A",
+}  # fmt: skip
+
+
+def rendered(driver: Any, text: str) -> dict[str, Any]:
+    """The elements CanvasMarkdown.render makes of `text` on the viewer's page: tags, attributes, links, text."""
+    return driver.execute_script(
+        "const box = document.createElement('div'); box.append(CanvasMarkdown.render(arguments[0]));"
+        "const all = [...box.querySelectorAll('*')];"
+        "return { tags: all.map((e) => e.tagName), attributes: all.flatMap((e) => e.getAttributeNames()),"
+        " links: [...box.querySelectorAll('a')].map((a) => a.getAttribute('href')), text: box.textContent };",
+        text,
+    )
+
+
+def test_the_answers_markdown_never_becomes_html_or_an_unsafe_link(stack, driver, partial_run):
+    # Given the viewer's page, signed in
+    driver.delete_all_cookies()
+    driver.get(f"{stack.base_url}/portal")
+    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form")
+    by_id(driver, "api-key").send_keys(KEY + "\n")
+    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+    driver.get(f"{stack.base_url}/runs/{partial_run}")
+    wait_until(lambda: by_id(driver, "run-status").text == "partial", what="the viewer")
+
+    for text in HOSTILE_MARKDOWN:
+        # When markdown with HTML or an unsafe link is rendered
+        made = rendered(driver, text)
+
+        # Then it holds only the renderer's own elements and attributes, and no link but a safe one
+        assert set(made["tags"]) <= ALLOWED_TAGS, (text, made["tags"])
+        assert not [a for a in made["attributes"] if a.startswith("on") or a in ("src", "style")], (text, made)
+        assert all(link.startswith(("https:", "http:", "mailto:")) for link in made["links"]), (text, made["links"])
+        assert "javascript" not in " ".join(made["links"]).lower(), text
+    # And nothing of it ran
+    assert driver.execute_script("return window.injected === undefined")
+
+    # And what it may hold renders: a safe link, a mail link, emphasis inside a table cell
+    made = rendered(driver, "[a](https://example.org/a?b=1) and <mailto:team@example.org>")
+    assert made["links"] == ["https://example.org/a?b=1", "mailto:team@example.org"]
+    made = rendered(driver, "| a |\n|---|\n| **b** |")
+    assert made["tags"] == ["DIV", "TABLE", "THEAD", "TR", "TH", "TBODY", "TR", "TD", "STRONG"]
+
+
+def test_the_pages_for_what_cannot_be_shown_are_accessible(stack, driver):
+    # Given a signed-in holder
+    driver.delete_all_cookies()
+    driver.get(f"{stack.base_url}/portal")
+    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form")
+    by_id(driver, "api-key").send_keys(KEY + "\n")
+    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+
+    for width in (1366, 390):
+        driver.set_window_size(width, 900)
+        for path in ("/portal/no-such-page", "/runs/6f1c2a0e-3b7d-4c55-9a0e-2f4b8d1c7e90", "/runs/not-a-uuid"):
+            # When a page that cannot be shown is opened
+            driver.get(f"{stack.base_url}{path}")
+
+            # Then it says so in an accessible page that leads back to the portal
+            wait_until(lambda: driver.find_elements("css selector", "a[href$='portal']"), what=f"the page of {path}")
+            check_page(driver, f"{width}-error{path.replace('/', '-')}")

@@ -36,8 +36,10 @@ from canvas_core.portal.sessions import (
 )
 from canvas_core.portal.viewer import canvas_view
 from canvas_core.reviews import approve_run, cancel_run
+from canvas_core.reruns import rerun_block
 from canvas_core.runs import get_run_status, list_runs
-from canvas_core.settings import WebhookQueueSettings, api_settings
+from canvas_core.settings import StateMachineSettings, WebhookQueueSettings, api_settings
+from canvas_core.validation import RerunBlockForm
 
 
 class SignInRequest(Model):
@@ -56,7 +58,7 @@ class CreateEndpointRequest(Model):
 
 
 def create_portal_app() -> APIGatewayRestResolver:
-    app = create_app(WebhookQueueSettings)  # the portal queues pings
+    app = create_app(WebhookQueueSettings, StateMachineSettings)  # the portal queues pings and starts re-runs
 
     # Powertools leaves exception_handler's return unannotated; the handler keeps its own signature.
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
@@ -186,6 +188,11 @@ def create_portal_app() -> APIGatewayRestResolver:
     @app.get("/portal/api/runs/<run_id>/canvas")
     def run_canvas(run_id: str) -> dict[str, Any]:
         return ok(canvas_view(run_id, session().account_id))
+
+    @app.post("/portal/api/canvas/<canvas_id>/blocks/<block_id>/rerun")
+    def rerun(canvas_id: str, block_id: str, request: RerunBlockForm) -> dict[str, Any]:
+        """The viewer's Re-run: POST /v1/canvas/{canvas_id}/blocks/{block_id}/rerun for the session's account."""
+        return ok(rerun_block(canvas_id, block_id, request, changing().account_id))
 
     @app.post("/portal/api/runs/<run_id>/approve")
     def approved_run(run_id: str) -> dict[str, Any]:

@@ -26,6 +26,8 @@ class ViewerNode(NodeView):
     credits: int = 0
     models_used: list[str] = Field(default_factory=list)
     error: str | None = None
+    # What the block was asked to do: the Re-run form starts from it.
+    instructions: str | None = None
     x: int
     y: int
 
@@ -71,6 +73,7 @@ def canvas_view(
                 credits=n.credits,
                 models_used=n.models_used,
                 error=n.error,
+                instructions=n.instructions,
                 x=positions[n.block_id][0],
                 y=positions[n.block_id][1],
             )

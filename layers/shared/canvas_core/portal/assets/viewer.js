@@ -36,14 +36,14 @@
       root.append(svg("path", { class: "edge", d: edge.path, "marker-end": "url(#arrow)", "data-source": edge.source_id, "data-target": edge.target_id }));
     }
     for (const node of view.nodes) {
-      const group = svg("g", { class: `node status-${node.status}`, "data-node-id": node.id, "data-status": node.status, transform: `translate(${node.x} ${node.y})`, tabindex: 0, role: "button" },
-        svg("title", {}, `${node.name} (${node.type}): ${node.status}`),
+      const group = svg("g", { class: nodeClass(node), "data-node-id": node.id, "data-status": node.status, "data-reused": node.reused ? "true" : "false", transform: `translate(${node.x} ${node.y})`, tabindex: 0, role: "button" },
+        svg("title", {}, nodeTitle(node)),
         svg("rect", { width: view.node_width, height: view.node_height, rx: 8 }),
         svg("circle", { class: "dot", cx: 14, cy: 18, r: 5 }),
         svg("foreignObject", { x: 26, y: 9, width: view.node_width - 34, height: 18 },
           el("div", { class: "label", text: node.name })),
         svg("foreignObject", { x: 14, y: 29, width: view.node_width - 22, height: 18 },
-          el("div", { class: "label kind", text: `${node.type} · ${node.status}` })));
+          el("div", { class: "label kind", text: nodeKind(node) })));
       group.addEventListener("click", () => select(node.id));
       group.addEventListener("keydown", (event) => {
         if (event.key !== "Enter" && event.key !== " ") return;
@@ -58,14 +58,27 @@
     $("graph").replaceChildren(root);
   }
 
+  // A re-run's reused block (carried over from the run it re-ran) says so in its class, label and title.
+  function nodeClass(node) {
+    return `node status-${node.status}${node.reused ? " reused" : ""}`;
+  }
+
+  function nodeKind(node) {
+    return `${node.type} · ${node.status}${node.reused ? " · reused" : ""}`;
+  }
+
+  function nodeTitle(node) {
+    return `${node.name} (${node.type}): ${node.status}${node.reused ? ", reused" : ""}`;
+  }
+
   function update(view) {
     for (const node of view.nodes) {
       const group = document.querySelector(`g.node[data-node-id="${CSS.escape(node.id)}"]`);
       if (!group || group.getAttribute("data-status") === node.status) continue;
-      group.setAttribute("class", `node status-${node.status}${node.id === selected ? " selected" : ""}`);
+      group.setAttribute("class", `${nodeClass(node)}${node.id === selected ? " selected" : ""}`);
       group.setAttribute("data-status", node.status);
-      group.querySelector("title").textContent = `${node.name} (${node.type}): ${node.status}`;
-      group.querySelector(".label.kind").textContent = `${node.type} · ${node.status}`;
+      group.querySelector("title").textContent = nodeTitle(node);
+      group.querySelector(".label.kind").textContent = nodeKind(node);
     }
   }
 
@@ -91,6 +104,8 @@
     $("node-models").textContent = (node.models_used || []).join(", ") || "–";
     $("node-url").replaceChildren(node.url ? el("a", { href: node.url, rel: "noopener noreferrer", target: "_blank", text: shorten(node.url, 40) }) : "–");
     $("node-error").textContent = node.error ? `Error: ${node.error}` : "";
+    $("node-reused").hidden = !node.reused;
+    showRerun(node);
     const pending = node.status === "idle" || node.status === "running";
     $("node-content").textContent = node.content || (pending ? "(no content yet)" : "(no content)");
     const sources = (node.sources || []).map((source) => {
@@ -146,6 +161,38 @@
     schedule(0);
   }
 
+  // Re-run: once the run has ended, a block can run again with new instructions (and what depends on it) in a new
+  // run, which the viewer then shows. A POST of the session: the session's CSRF token goes with it.
+  let runEnded = false;
+  let canvasId = null;
+  let rerunShownFor = null;
+  function showRerun(node) {
+    $("rerun-form").hidden = !runEnded;
+    if (rerunShownFor === node.id) return; // keep what is being typed across refreshes
+    rerunShownFor = node.id;
+    $("rerun-instructions").value = node.instructions || "";
+    $("rerun-button").disabled = false;
+  }
+
+  async function rerun(event) {
+    event.preventDefault();
+    if (!selected || !canvasId) return;
+    const button = $("rerun-button");
+    button.disabled = true;
+    notify("Starting the re-run…", "info");
+    try {
+      const session = await call("../portal/api/", "GET", "session");
+      Canvas.setCsrf(session.csrf_token);
+      const created = await call("../portal/api/", "POST",
+        `canvas/${encodeURIComponent(canvasId)}/blocks/${encodeURIComponent(selected)}/rerun`,
+        { instructions: $("rerun-instructions").value });
+      window.location.assign(`./${encodeURIComponent(created.run_id)}`);
+    } catch (error) {
+      notify(`Re-run refused: ${error.message}`, "error");
+      button.disabled = false;
+    }
+  }
+
   function taskList(tasks) {
     return el("ul", {}, ...tasks.map((task) => el("li", { "data-task-id": task.task_id },
       el("span", { class: `badge ${task.status}`, text: task.status }),
@@ -155,6 +202,15 @@
 
   function showRun(view) {
     const run = view.run;
+    runEnded = run.status !== "running";
+    canvasId = run.canvas_id;
+    const rerunOf = run.metadata && run.metadata.rerun_of;
+    $("run-rerun-of").hidden = !rerunOf;
+    if (rerunOf) {
+      const source = nodesById.get(rerunOf.block_id);
+      $("run-rerun-of").replaceChildren("A re-run of ", el("a", { href: `./${encodeURIComponent(rerunOf.run_id)}`, text: "an earlier run" }),
+        source ? ` from its block ${source.name}` : "");
+    }
     showReview(view);
     document.title = `${view.canvas_name || "Canvas"} · Canvas viewer`;
     $("canvas-name").textContent = view.canvas_name || "Canvas";
@@ -245,12 +301,13 @@
     } else {
       update(view);
     }
-    if (selected) showNode(nodesById.get(selected));
     showRun(view);
+    if (selected) showNode(nodesById.get(selected));
     if (view.run.status === "running") schedule(POLL_MS);
   }
 
   $("approve-run").addEventListener("click", () => act("approve", "Approving…", "Approved: the run goes on."));
   $("cancel-run").addEventListener("click", () => act("cancel", "Cancelling…", "Cancelled."));
+  $("rerun-form").addEventListener("submit", rerun);
   refresh();
 })();
