@@ -145,9 +145,10 @@ class Server:
     """`canvas serve` as a subprocess on a free loopback port, one account per key; stopped with SIGTERM, killed
     if it has not exited after STOP_TIMEOUT_S. `with Server(keys, "load") as server:` always stops it."""
 
-    def __init__(self, api_keys: Sequence[str], name: str):
+    def __init__(self, api_keys: Sequence[str], name: str, options: Sequence[str] = ()):
         self.api_keys = list(api_keys)
         self.name = name
+        self.options = list(options)  # more `canvas serve` options (`--state-dir DIR`)
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         descriptor, path = tempfile.mkstemp(prefix=f"canvas-{name}-", suffix=".log")
@@ -197,6 +198,7 @@ class Server:
             command += [arg for key in self.api_keys for arg in ("--api-key", key)]
             if "--max-concurrent-runs" in options:
                 command += ["--max-concurrent-runs", "1000"]
+            command += self.options
             with self.log_path.open("ab") as log:
                 # Its own session: a Ctrl-C in the terminal reaches the benchmark, which stops the server itself.
                 self.process = subprocess.Popen(

@@ -78,7 +78,7 @@ def census(stack: LocalStack) -> dict[str, float]:
             for key in bucket.keys.values():
                 buffer = getattr(key, "_value_buffer", None)
                 size = key.size or 0
-                if getattr(buffer, "_rolled", False):
+                if isinstance(buffer, moto_patch.DiskBody) or getattr(buffer, "_rolled", False):
                     on_disk += size
                 else:
                     in_memory += size
