@@ -378,3 +378,35 @@ def test_the_pages_for_what_cannot_be_shown_are_accessible(stack, driver):
             # Then it says so in an accessible page that leads back to the portal
             wait_until(lambda: driver.find_elements("css selector", "a[href$='portal']"), what=f"the page of {path}")
             check_page(driver, f"{width}-error{path.replace('/', '-')}")
+
+
+def test_a_failed_runs_reason_is_at_the_top_of_its_viewer(stack, driver):
+    # Given a run whose only block fails
+    prompt = "journey e2e: a run that fails"
+    with (
+        scripted({prompt: Dag([Block(fail="always")])}),
+        httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": KEY}, timeout=30) as client,
+    ):
+        run_id = client.post("/v1/run", data={"prompt": prompt}).json()["data"]["run_id"]
+        deadline = time.monotonic() + 60
+        while (run := client.get(f"/v1/run/{run_id}").json()["data"])["status"] == "running":
+            assert time.monotonic() < deadline, "the run did not end"
+            time.sleep(0.2)
+    assert run["status"] == "failed"
+    driver.delete_all_cookies()
+    driver.get(f"{stack.base_url}/portal")
+    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form")
+    by_id(driver, "api-key").send_keys(KEY + "\n")
+    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+
+    # When its viewer is opened
+    driver.get(f"{stack.base_url}/runs/{run_id}")
+    wait_until(lambda: by_id(driver, "run-status").text == "failed", what="the run shown failed")
+
+    # Then the reason the run reports is shown at the top, without a click, and no answer below
+    reasons = by_id(driver, "run-errors")
+    assert reasons.is_displayed() and "Why the run failed" in reasons.text
+    for error in run["errors"]:
+        assert error["error"].split(": ", 1)[-1] in reasons.text
+    assert not by_id(driver, "result").is_displayed()
+    check_page(driver, "failed-run")
