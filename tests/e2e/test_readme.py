@@ -66,7 +66,9 @@ def serve_args(blocks: list[Block]) -> list[str]:
 
 def script(blocks: list[Block], base_url: str) -> str:
     """One shell script of the run and file blocks, in the README's order, each announced by its line."""
-    parts = ["set -eo pipefail"]
+    # -e: the first command that fails stops the run. No pipefail, as in a terminal: `curl | grep -q` may end curl
+    # early by design.
+    parts = ["set -e"]
     for block in (b for b in blocks if b.kind != "serve"):
         body = block.body.replace(LOCAL_URL, base_url)
         # On a line of its own: curl's answers end without a newline.
