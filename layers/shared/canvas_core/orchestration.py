@@ -111,6 +111,13 @@ def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:
     store.put_tasks(plan.tasks)
     store.put_graph(plan.nodes, plan.edges, canvas_id)
     logger.info("Canvas planned", extra={"blocks": len(plan.nodes), "edges": len(plan.edges)})
+    ended = store.get_run(run.run_id, consistent=True)
+    if ended is not None and ended.status != RunStatus.RUNNING:
+        # Cancelled while it was planned (its end found no blocks to mark): its blocks never start.
+        reason = ended.errors[0].error if ended.errors else "The run ended before its blocks started"
+        for node in plan.nodes:
+            record_block_failure(store, canvas_id, node.block_id, reason)
+        return []
     return plan.nodes
 
 

@@ -229,17 +229,20 @@ class Store:
 
     def claim_approval(self, run_id: str, task_token: str, approved_at_ms: int) -> bool:
         """True for exactly one caller, while the run is `running` and parked with `task_token`: the one that may send
-        the token. The token is taken off the run in the same write, so the run no longer shows as awaiting approval."""
+        the token. The token is taken off the run in the same write, so the run no longer shows as awaiting approval.
+        Like `claim_release`, the claim names its caller, so a resent write whose first answer was lost finds it its
+        own."""
+        claimant = str(uuid.uuid4())
         try:
             with dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.runs_table,
                     Key={"run_id": {"S": run_id}},
-                    UpdateExpression="SET approved_at_ms = :now REMOVE review_token",
-                    ConditionExpression="#s = :running AND review_token = :token",
+                    UpdateExpression="SET approved_at_ms = :now, approved_by = :me REMOVE review_token",
+                    ConditionExpression="#s = :running AND (review_token = :token OR approved_by = :me)",
                     ExpressionAttributeNames={"#s": "status"},
                     ExpressionAttributeValues=expression_values(
-                        now=approved_at_ms, token=task_token, running="running"
+                        now=approved_at_ms, token=task_token, running="running", me=claimant
                     ),
                 )
         except ConditionFailed:
@@ -253,7 +256,7 @@ class Store:
                 self.ddb.update_item(
                     TableName=self.settings.runs_table,
                     Key={"run_id": {"S": run_id}},
-                    UpdateExpression="SET review_token = :token REMOVE approved_at_ms",
+                    UpdateExpression="SET review_token = :token REMOVE approved_at_ms, approved_by",
                     ConditionExpression="#s = :running AND attribute_not_exists(review_token)",
                     ExpressionAttributeNames={"#s": "status"},
                     ExpressionAttributeValues=expression_values(token=task_token, running="running"),
