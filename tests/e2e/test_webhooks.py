@@ -181,6 +181,31 @@ def test_a_run_start_and_end_are_delivered_signed_with_the_run_as_get_shows_it(
     assert recorded >= {(ended.id, 200, 1)}
 
 
+def test_a_reruns_start_and_end_are_delivered_with_what_it_reran(http, receiver, add_endpoint):
+    # Given a finished run, and an endpoint for every run event
+    prompt = "webhooks e2e: re-run"
+    with scripted({prompt: Dag([Block(0.05), Block(0.05)], [(0, 1)])}):
+        source = poll_until_finished(http, http.post("/v1/run", data={"prompt": prompt}).json()["data"]["run_id"])
+        last = http.get(f"/v1/canvas/{source['canvas_id']}/dag").json()["data"]["nodes"][-1]
+        endpoint = add_endpoint("/reruns", ["run.started", "run.completed", "run.partial", "run.failed"])
+
+        # When its last block is re-run
+        response = http.post(f"/v1/canvas/{source['canvas_id']}/blocks/{last['id']}/rerun", json={})
+        assert response.status_code == 200, response.text
+        run_id = response.json()["data"]["run_id"]
+        assert poll_until_finished(http, run_id)["status"] == "completed"
+
+    # Then the receiver got the re-run's run.started and run.completed, the latter with what it re-ran
+    events = run_events(receiver, "/reruns", endpoint["secret"], run_id, 2)
+    assert sorted(e.type for e in events) == ["run.completed", "run.started"]
+    ended = next(e for e in events if e.type == "run.completed")
+    assert ended.data["object"]["metadata"]["rerun_of"] == {
+        "run_id": source["run_id"],
+        "canvas_id": source["canvas_id"],
+        "block_id": last["id"],
+    }
+
+
 def test_a_run_event_larger_than_a_queue_message_carries_is_delivered_whole(http, receiver, add_endpoint):
     # Given an endpoint for run starts and completions, and a prompt that makes the run's events larger than 96 KB
     endpoint = add_endpoint("/large", ["run.started", "run.completed"])
