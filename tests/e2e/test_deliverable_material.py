@@ -278,11 +278,12 @@ def test_uploaded_cells_that_look_like_formulas_stay_text(http):
 def test_two_files_of_one_kind_in_a_run_have_distinct_names(http):
     result = run(http, "Write a report on remote work and write a memo on it for the board")
     names = [a["name"] for a in result["result"]["artifacts"]]
-    assert sorted(names) == ["remote-work-2.docx", "remote-work.docx"]
+    # each named from its title, the memo's as a memo: a report and a memo of one request differ by name
+    assert sorted(names) == ["memo-remote-work.docx", "remote-work.docx"]
     for artifact_view in result["result"]["artifacts"]:
         response = httpx.get(artifact_view["download_url"], timeout=30)
         assert f'filename="{artifact_view["name"]}"' in response.headers["content-disposition"]
-    assert result["result"]["final_output"].endswith("Files: remote-work.docx, remote-work-2.docx")
+    assert result["result"]["final_output"].endswith(f"Files: {', '.join(names)}")
 
 
 @pytest.mark.parametrize(
