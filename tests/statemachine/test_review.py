@@ -14,7 +14,7 @@ from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.auth import authenticate
 from canvas_core.models.api import ApproveRunRequest, CreateRunRequest
-from canvas_core.reviews import approve_run
+from canvas_core.reviews import approve_run, cancel_run
 from canvas_core.runs import create_run, get_run_status
 
 pytestmark = [pytest.mark.statemachine, pytest.mark.timeout(120)]
@@ -114,3 +114,25 @@ def test_a_review_run_not_approved_in_time_ends_failed_with_the_reason(local_sta
     run = Store().get_run(created.run_id)
     assert run is not None
     assert status.metadata.credits_consumed == run.planning_credits
+
+
+def test_a_review_run_cancelled_while_it_waits_ends_its_execution_at_once(local_stack):
+    # Given a run waiting for approval
+    account_id = authenticate({"X-API-KEY": local_stack.api_keys[0]})
+    with scripted({"cancelled while waiting": Dag([Block(0.0, credits=50)])}):
+        created = create_run(
+            CreateRunRequest(prompt="cancelled while waiting", template="auto", review=True), account_id
+        )
+        wait_until_awaiting(created.run_id, account_id)
+
+        # When it is cancelled
+        cancelled = cancel_run(created.run_id, account_id)
+        ended = local_stack.wait_for_execution(execution_arn(local_stack, created.run_id), timeout=30)
+
+    # Then the run failed with the reason, and its execution ended through Run Cancelled, not as a failure (a
+    # client's cancel is no outage for the failed-executions alarm), without Fail Run or any block
+    assert cancelled.status.value == "failed"
+    assert cancelled.errors[0].error == "Cancelled by the client"
+    assert ended["status"] == "SUCCEEDED"
+    states = entered(local_stack, created.run_id)
+    assert states == {"Plan Canvas": 1, "Await Approval": 1, "Run Cancelled": 1}

@@ -95,6 +95,8 @@ def plan_step(
     if not execution.get("review"):
         return plan
     if task_token is None:
+        # Lambda counts the hand-off among the function's errors; its alarm subtracts this count (template.yaml).
+        count("ReviewsRequested")
         raise ReviewRequested(f"Run {run_id} waits for approval")
     _, nodes, _ = store.get_canvas(execution["canvas_id"])
     estimate = sum(n.estimated_credits or 0 for n in nodes)
