@@ -118,7 +118,11 @@ class TestManyClientsAtOnce:
 
         # Then each run reports its own template, and its canvas is named from its own prompt
         for run in runs:
-            assert run["finished"]["status"] == "completed", run["finished"]["errors"]
+            # (a web research block has no search provider here: it fails naming the setting, and the run is partial)
+            errors = run["finished"].get("errors", [])
+            expected = "partial" if any("set SEARCH_PROVIDER" in e["error"] for e in errors) else "completed"
+            assert run["finished"]["status"] == expected, errors
+            assert all("set SEARCH_PROVIDER" in e["error"] for e in errors), errors
             assert run["finished"]["run_id"] == run["run_id"]
             assert run["finished"]["metadata"]["template_used"] == run["template"], run["finished"]
             assert run["finished"]["prompt"].startswith(run["marker"])
