@@ -12,7 +12,8 @@ import pytest
 from bench.dags import Block, Dag, Script, scripted
 from canvas_core.adapters.store import Store
 from canvas_core.auth import authenticate
-from canvas_core.models.api import CreateRunRequest
+from canvas_core.models.api import CreateRunRequest, RerunBlockRequest
+from canvas_core.reruns import rerun_block
 from canvas_core.runs import create_run
 
 pytestmark = [pytest.mark.statemachine, pytest.mark.timeout(120)]
@@ -112,3 +113,48 @@ def test_a_block_released_by_its_one_input_starts_without_reading_what_the_relea
         "Block 2": ["Block 1 done after 0.1s"],
         "Block 3": ["Block 0 done after 0.1s", "Block 1 done after 0.1s"],
     }
+
+
+def test_a_rerun_enters_a_state_only_for_the_blocks_that_run_again(local_stack):
+    # Given a finished run of a -> b -> d and a -> c -> d
+    account_id = authenticate({"X-API-KEY": local_stack.api_keys[0]})
+    dag = Dag([Block(0.0) for _ in range(4)], [(0, 1), (0, 2), (1, 3), (2, 3)])
+    canvas_id, _ = run_and_count(local_stack, "four blocks, then one re-run", dag)
+    a, b, c, d = Store().get_canvas(canvas_id)[1]
+
+    # When b is re-run (so b and d run again; a and c are reused)
+    with scripted({}):
+        created = rerun_block(canvas_id, b.block_id, RerunBlockRequest(instructions='{"seconds": 0.0}'), account_id)
+        entered = entered_states(local_stack, created.run_id)
+
+    # Then b runs at once (its one input, a, is reused) and d waits for b alone: no state for a or c, no planning
+    assert entered == {
+        "Plan Canvas": 1,
+        "Run Blocks": 1,
+        "Run Ready Blocks": 1,
+        "Run Block": 1,
+        "Run Waiting Blocks": 1,
+        "Wait For Inputs": 1,
+        "Run Waiting Block": 1,
+        "Finalize Run": 1,
+    }
+    _, nodes, _ = Store().get_canvas(created.canvas_id)
+    assert [(n.block_id, n.reused, n.status.value) for n in nodes] == [
+        (a.block_id, True, "completed"),
+        (b.block_id, False, "completed"),
+        (c.block_id, True, "completed"),
+        (d.block_id, False, "completed"),
+    ]
+
+
+def entered_states(stack, run_id: str) -> dict[str, int]:
+    """The states a run's execution entered, by name, once it has succeeded."""
+    arn = stack.state_machine_arns["RunCanvasStateMachine"].replace(":stateMachine:", ":execution:")
+    execution_arn = f"{arn}:{run_id}"
+    assert stack.wait_for_execution(execution_arn, timeout=60)["status"] == "SUCCEEDED"
+    events = stack.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)
+    return dict(
+        collections.Counter(
+            e["stateEnteredEventDetails"]["name"] for e in events["events"] if e["type"].endswith("StateEntered")
+        )
+    )
