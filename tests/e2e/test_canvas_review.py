@@ -78,6 +78,12 @@ def test_approve_and_cancel_from_the_terminal(service, http):
         awaiting(http, first["run_id"])
         awaiting(http, second["run_id"])
 
+        # (`canvas status` says so, with the plan's estimate)
+        shown = canvas(service, "status", first["run_id"])
+        assert shown.code == 0
+        assert "waiting for approval" in shown.out
+        assert re.search(r"estimate\s+\d+ credits", shown.out), shown.out
+
         # When the first is approved with new instructions for its block, and the second cancelled
         block_id = http.get(f"/v1/canvas/{first['canvas_id']}/dag").json()["data"]["nodes"][0]["id"]
         approved = canvas(service, "approve", first["run_id"], "--instructions", f'{block_id}={{"credits": 7}}')

@@ -135,6 +135,10 @@ def run_table(run: dict[str, Any]) -> Table:
     table.add_column()
     table.add_row("run", run["run_id"])
     table.add_row("status", _status(run["status"]))
+    if run.get("awaiting_approval"):
+        table.add_row("review", f"waiting for approval: canvas approve {run['run_id']}, or canvas cancel")
+    if "estimated_credits" in run:
+        table.add_row("estimate", f"{run['estimated_credits']} credits")
     table.add_row("canvas", run.get("canvas_id", ""))
     table.add_row("prompt", escape(_clip(run.get("prompt", ""), 200)))
     if progress := run.get("progress"):
