@@ -194,7 +194,11 @@ def test_an_output_too_large_for_its_item_is_read_back_whole_everywhere(service,
 def test_every_template_plans_within_its_block_types_and_completes(http, template):
     response = create(http, prompt=f"A short {template} about tide pools.", template=template)
     data = poll_until_finished(http, response.json()["data"]["run_id"])
-    assert data["status"] == "completed", data
+    # Web research has no search provider here: its block fails naming the setting and the run ends partial.
+    errors = data.get("errors", [])
+    expected = "partial" if any("set SEARCH_PROVIDER" in e["error"] for e in errors) else "completed"
+    assert data["status"] == expected and all("set SEARCH_PROVIDER" in e["error"] for e in errors), data
+    assert (expected == "partial") == (template == "deep_research")
     assert data["metadata"]["template_used"] == template
     nodes = http.get(f"/v1/canvas/{data['canvas_id']}/dag").json()["data"]["nodes"]
     allowed = {b.value for b in TEMPLATE_BLOCKS[Template(template)]}
