@@ -598,3 +598,34 @@ def test_a_deck_asked_for_a_number_of_slides_has_that_many_whatever_the_model_wr
     )
     slides = check_pptx(only_artifact(result, "pptx")[1])
     assert len(slides) == 4 and slides[0].title == "Solar"
+
+
+# ---- model text reaching file formats -------------------------------------------------------------------------
+
+MODEL_TITLE = ("Quarterly\x07 review of the regional\x0b offices and their \x1bbudgets, " * 6)[:300]
+
+
+@pytest.mark.parametrize(
+    ("block_type", "kind"),
+    [
+        ("document-block", "docx"),
+        ("memo-block", "docx"),
+        ("presentation-block", "pptx"),
+        ("excel-block", "xlsx"),
+        ("landing-page-block", "html"),
+        ("app-block", "html"),
+    ],
+)
+def test_a_300_character_model_title_with_control_characters_renders(canvas, block_type, kind):
+    # Given a model that titles its answer with 300 characters holding control characters
+    model = ScriptedModel(
+        f"# {MODEL_TITLE}\n\nSubject: {MODEL_TITLE}\n\n## {MODEL_TITLE}\nTides follow the Moon [1].\n\n"
+        "| Place | Range (m) |\n|---|---:|\n| Bay of Fundy | 16.3 |\n| Bristol Channel | 15.0 |\n"
+    )
+    # When
+    result = canvas.run(block_type, [research()], model=model)
+    # Then the block made its file, and its name is short and portable
+    assert result.node.status.value == "completed", result.node.error
+    view, data = only_artifact(result, kind)
+    assert data and len(view["name"]) <= 70
+    assert not any(c in view["name"] for c in "\x07\x0b\x1b")
