@@ -173,6 +173,11 @@ def test_malformed_bodies_and_instructions_too_long_are_400(http, ended):
     assert_error(http.post(url, content=b"{not json", headers=json_body), 400, "Request body is not valid JSON")
     assert_error(http.post(url, content=b"[1, 2]", headers=json_body), 400, "Request body must be a JSON object")
     assert_error(http.post(url, json={"instructions": 42}), 400, "instructions must be a string")
+    assert_error(
+        http.post(url, json={"instruction": "typo"}),
+        400,
+        "Unknown field 'instruction': the body takes only instructions",
+    )
     limit = MAX_AGENT_INSTRUCTIONS_CHARS
     too_long = http.post(url, json={"instructions": "x" * (limit + 1)})
     assert_error(too_long, 400, f"instructions is too long: {limit + 1} characters (maximum {limit})")

@@ -209,6 +209,18 @@ class RerunBlockForm(RerunBlockRequest):
         "white space is trimmed and control characters are dropped. Absent or blank: the block's own instructions.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _only_instructions(cls, body: Any) -> Any:
+        # A misspelt field would otherwise re-run the block, and charge for it, on its old instructions.
+        if isinstance(body, dict):
+            unknown = sorted(k for k in body if k != "instructions" and not (k == "files" and not body[k]))
+            if unknown:
+                raise RequestRefused(
+                    BadRequestError(f"Unknown field {', '.join(map(repr, unknown))}: the body takes only instructions")
+                )
+        return body
+
     @field_validator("instructions", mode="before", json_schema_input_type=str)
     @classmethod
     def _instructions(cls, value: Any) -> str | None:
