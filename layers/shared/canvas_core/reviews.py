@@ -20,7 +20,7 @@ from canvas_core.adapters.events import Events
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.clock import now_ms, parse_uuid
-from canvas_core.errors import BadRequestError, ConflictError, ReviewRequested, RunNotFoundError
+from canvas_core.errors import BadRequestError, ConflictError, ReviewRequested, RunNotFoundError, StorageError
 from canvas_core.models.api import ApproveRunRequest, RunStatusResponse
 from canvas_core.models.base import RequestRefused
 from canvas_core.models.catalog import RunStatus
@@ -142,7 +142,7 @@ def approve_run(
         store.unclaim_approval(run.run_id, token)
         raise
     if not sent:
-        raise ConflictError("The run is no longer waiting for approval: its review time ran out")
+        raise ConflictError("The run is no longer waiting for approval: its review time ran out, or it was cancelled")
     logger.append_keys(run_id=run.run_id)
     logger.info("Run approved", extra={"new_instructions": len(request.instructions)})
     count("RunsApproved")
@@ -170,8 +170,12 @@ def cancel_run(
         # It ended on its own meanwhile.
         raise ConflictError(f"The run has ended ({(ended or run).status.value}); only a running run can be cancelled")
     if ended.review_token:
-        # Parked for approval: its task fails and the execution ends (Fail Run finds the run ended).
-        executions.send_task_failure(ended.review_token, CANCELLED_ERROR, CANCELLED)
+        # Parked for approval: its task fails, and the execution ends through Run Cancelled.
+        try:
+            executions.send_task_failure(ended.review_token, CANCELLED_ERROR, CANCELLED)
+        except StorageError:
+            # The run has ended all the same; its execution ends when the review time runs out (Fail Run finds it).
+            logger.warning("The cancelled run's wait could not be ended", exc_info=True)
     logger.info("Run cancelled", extra={"status": ended.status.value})
     count("RunsCancelled")
     return get_run_status(run.run_id, account_id, store=store)
