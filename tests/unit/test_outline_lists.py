@@ -73,6 +73,15 @@ LISTS = [
         "Plan a conference budget covering speakers, venue hire, catering, audio-visual and marketing",
         ["Speakers", "Venue hire", "Catering", "Audio-visual", "Marketing"],
     ),
+    ("Plan a birthday party budget - cake, decorations, games and a clown", ["Cake", "Decorations", "Games", "Clown"]),
+    (
+        "Create a landing page for a yoga studio offering beginner classes, private sessions and weekend retreats",
+        ["Beginner classes", "Private sessions", "Weekend retreats"],
+    ),
+    (
+        "Slides for the board meeting: Q2 results; hiring plan; product roadmap; risks",
+        ["Q2 results", "Hiring plan", "Product roadmap", "Risks"],
+    ),
 ]
 
 
@@ -104,6 +113,28 @@ def test_each_listed_item_is_a_part_and_the_title_is_a_whole_phrase(prompt, item
             "Approve the West region office",
         ),
         (
+            "I need a budget for a kitchen renovation including cabinets, countertops, appliances, flooring and "
+            "labour costs for the whole ground floor",
+            "Budget for a kitchen renovation",
+        ),
+        (
+            "Draft a memo to all staff announcing the new hybrid work policy that takes effect in March",
+            "New hybrid work policy that takes effect in March",
+        ),
+        (
+            "Write a memo to the finance committee recommending that we approve the new vendor contract for "
+            "cleaning services before the end of the month",
+            "Approve the new vendor contract",
+        ),
+        ("Write a report on:\n- market trends\n- competitor analysis", "Market trends and competitor analysis"),
+        ("Create a deck with 10 slides on onboarding", "Onboarding"),
+        (
+            "Write a report analysing customer churn for the first quarter of 2025, broken down by region and by "
+            "product, with recommendations for the sales team",
+            "Analysing customer churn for the first quarter of 2025",
+        ),
+        ("?", "Untitled"),
+        (
             "Produce a detailed report examining the long-term effects of microplastics found in coastal waters "
             "around northern Europe on fish populations and on the fishing communities that depend on them",
             "Examining the long-term effects of microplastics found",
@@ -125,6 +156,11 @@ def test_a_long_request_gives_a_whole_phrase_not_a_clause_cut_short(prompt, titl
             "The head of sales",
         ),
         ("Write a memo about the Q3 results", None, None),
+        (
+            "Write a memo to the team, the managers and the directors about the office move",
+            "The team, the managers and the directors",
+            None,
+        ),
     ],
 )
 def test_a_memo_is_addressed_as_the_request_says(prompt, audience, sender):

@@ -39,7 +39,8 @@ _WORD = r"[\w'\u2019&/.$€£%+-]+"
 _ITEM = rf"{_WORD}(?:\s+{_WORD}){{0,5}}?"
 _LEADS = re.compile(
     r"\b(?:on|for|of|covering|about|across|including|includes?|by|between|with|into|per|covers?|categories|compar\w+|"
-    r"items|sections|topics|criteria|like|such as)[:\s]+|:\s*",
+    r"items|sections|topics|criteria|like|such as|offering|featuring|containing|listing|namely)[:\s]+|:\s*|"
+    r"\s[-\u2013\u2014]\s+",
     re.IGNORECASE,
 )
 # The words that join a list's last item: "and", "or", "&", "as well as", "plus".
@@ -149,13 +150,20 @@ def _listed_lines(prompt: str) -> list[str]:
 
 _MEMO = r"\b(?:memo(?:randum)?|note|briefing|email|e-mail|letter)\b"
 _PARTY = r"(?:the\s+)?[\w&'.-]+(?:\s+[\w&'.-]+){0,4}?"
-_PARTY_END = (
-    r"(?=\s+(?:about|on|regarding|re|explaining|summari[sz]ing|outlining|that|with|asking|requesting|recommending|"
-    r"proposing|urging|to\s+(?!the\b)\w+|from|to|for|covering|including)\b|\s*[,.;:!?]|\s*$)"
+# Several parties: "the team, the managers and the directors".
+_PARTIES = rf"{_PARTY}(?:\s*,\s*{_PARTY})*(?:\s*,?\s+(?:and|&)\s+{_PARTY})?"
+# The participles that open what a memo does for its audience ("to all staff announcing the new policy").
+_MEMO_VERBS = (
+    r"(?:explaining|summari[sz]ing|outlining|asking|requesting|recommending|proposing|urging|announcing|informing|"
+    r"notifying|introducing|describing|detailing|updating|confirming|reminding|inviting|welcoming|thanking|"
+    r"presenting|sharing|covering|including|regarding|concerning|setting out|seeking)"
 )
-_MEMO_TO = re.compile(rf"{_MEMO}[^.;:\n]{{0,40}}?\b(?:to|for)\s+(?P<to>{_PARTY}){_PARTY_END}", re.IGNORECASE)
+_PARTY_END = (
+    rf"(?=\s+(?:about|on|regarding|re|that|with|{_MEMO_VERBS}|to\s+(?!the\b)\w+|from|to|for)\b|\s*[,.;:!?]|\s*$)"
+)
+_MEMO_TO = re.compile(rf"{_MEMO}[^.;:\n]{{0,40}}?\b(?:to|for)\s+(?P<to>{_PARTIES}){_PARTY_END}", re.IGNORECASE)
 _MEMO_FROM = re.compile(
-    rf"{_MEMO}(?:\s+(?:to|for)\s+{_PARTY})?\s+from\s+(?P<sender>{_PARTY}){_PARTY_END}", re.IGNORECASE
+    rf"{_MEMO}(?:\s+(?:to|for)\s+{_PARTIES})?\s+from\s+(?P<sender>{_PARTY}){_PARTY_END}", re.IGNORECASE
 )
 
 
@@ -175,19 +183,27 @@ _NOT_A_PARTY = re.compile(
 )
 
 
-def _named_items(text: str, subjects: list[str]) -> list[str]:
-    found: list[list[str]] = []
+def _lists(text: str) -> list[tuple[int, int, list[str]]]:
+    """The lists the text names: (where its lead starts, where it ends, its items)."""
+    found = []
     for lead in _LEADS.finditer(text):
         match = _LIST.match(text, lead.end()) or _COMMA_LIST.match(text, lead.end())
         if match is None:
             continue
-        parts = [p.strip() for p in _SPLIT_ITEMS.split(match["items"])]
-        parts = [_trim(p) for p in parts if p.strip()]
-        named = len(parts) >= 2 and all(parts) and not any(_not_an_item(p) for p in parts)
-        if named and {p.lower() for p in parts} != {s.lower() for s in subjects}:
+        parts = [_trim(p) for p in _SPLIT_ITEMS.split(match["items"]) if p.strip()]
+        if len(parts) >= 2 and all(parts) and not any(_not_an_item(p) for p in parts):
+            found.append((lead.start(), match.end(), parts))
+    return found
+
+
+def _named_items(text: str, subjects: list[str]) -> list[str]:
+    found: list[list[str]] = []
+    for _, _, parts in _lists(text):
+        if {p.lower() for p in parts} != {s.lower() for s in subjects}:
             found.append(parts)
-    # The longest list named, e.g. the criteria rather than the two things compared.
-    best = max(found, key=len, default=[])
+    # The longest list named, e.g. the criteria rather than the two things compared; of two as long, the one with
+    # the shorter items ("offering classes, sessions and retreats" rather than "for a studio offering classes, ...").
+    best = max(found, key=lambda parts: (len(parts), -sum(len(p) for p in parts)), default=[])
     return [_label(p) for p in best]
 
 
@@ -244,12 +260,15 @@ def shorten(text: str, limit: int) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:
         return whole_phrase(text)
-    listed = [m.span() for lead in _LEADS.finditer(text) if (m := _LIST.match(text, lead.end()))]
+    # A list is kept whole or left out: a cut inside it would drop items, so the cut goes before its lead instead.
+    listed = [(lead, end) for lead, end, _ in _lists(text)]
     clauses = [
         m.start()
         for m in re.finditer(r"\s*(?:[;:(\u2013\u2014]|\s-\s|,)", text)
         if 12 <= m.start() <= limit and not any(a < m.start() < b for a, b in listed)
     ]
+    clauses += [a for a, b in listed if 12 <= a <= limit < b and not any(c < a < d for c, d in listed)]
+    clauses.sort()
     if clauses:
         return whole_phrase(text[: clauses[-1]])
     modifiers = [
@@ -262,7 +281,8 @@ def shorten(text: str, limit: int) -> str:
     ]
     if modifiers:
         return whole_phrase(text[: modifiers[-1]])
-    return whole_phrase(text[: limit + 1].rsplit(" ", 1)[0])
+    words = text[: limit + 1].rsplit(" ", 1)[0] if " " in text[: limit + 1] else text[:limit]
+    return whole_phrase(words)
 
 
 def whole_phrase(text: str) -> str:
@@ -280,7 +300,9 @@ def title_for(prompt: str, limit: int = 80) -> str:
     of deliverable and a memo's addressees, cut where a clause ends when it is long (`shorten`): a whole phrase of
     at most `limit` characters, never ending on a function word."""
     lines = [line.strip() for line in (prompt or "").strip().splitlines() if line.strip()]
-    first = re.split(r"(?<=[.!?;])\s+|;\s*", lines[0])[0] if lines else ""
+    line = lines[0] if lines else ""
+    # "a; b" is two requests, unless a colon opened a list the semicolons separate ("Slides: a; b; c")
+    first = re.split(r"(?<=[.!?])\s+" if ":" in line.split(";")[0] else r"(?<=[.!?;])\s+|;\s*", line)[0]
     first = re.sub(r"^[#>*\-\s]+", "", first).strip().rstrip(".:;!")
     subjects = _subjects(first)
     if len(subjects) == 2:
@@ -292,12 +314,17 @@ def title_for(prompt: str, limit: int = 80) -> str:
             if len(title) + len(listed) + 2 <= limit:
                 title = f"{title}: {listed}"
         return shorten(title, limit)
-    rest = _KIND.sub("", _SECOND_REQUEST.sub("", _LEAD.sub("", first, count=1)), count=1)
+    request = _SECOND_REQUEST.sub("", _LEAD.sub("", first, count=1))
+    kind = _KIND.match(request)
+    rest = request[kind.end() :] if kind else request
+    if kind and re.search(r"\b(?:for|to)\s*$", kind.group(0), re.IGNORECASE):
+        # "a presentation for investors about our fundraising": the subject, not the audience
+        rest = re.sub(rf"^{_PARTY}\s+(?:about|on|regarding|re)\s+", "", rest, count=1, flags=re.IGNORECASE)
     # "a memo to the harbour team about spring tides", "...for the board from the CFO about the results",
     # "...to the board asking them to approve the office": the subject, not the addressees
     rest = (
         re.sub(
-            rf"^(?:(?:to|for)\s+)?{_PARTY}(?:\s+from\s+{_PARTY})?\s+(?:about|on|regarding|re)\s+",
+            rf"^(?:(?:to|for)\s+)?{_PARTIES}(?:\s+from\s+{_PARTY})?\s+(?:about|on|regarding|re)\s+",
             "",
             rest,
             flags=re.IGNORECASE,
@@ -306,16 +333,24 @@ def title_for(prompt: str, limit: int = 80) -> str:
         else rest
     )
     rest = re.sub(
-        r"^(?:to|for)\s+[^,.;:]{3,60}?\s+(?:asking|requesting|urging|recommending|proposing|suggesting)\s+"
-        r"(?:(?:them|him|her|us|it)\s+)?(?:to\s+)?",
+        rf"^(?:to|for)\s+[^,.;:]{{3,60}}?\s+(?:{_MEMO_VERBS}|suggesting)\s+(?:(?:them|him|her|us|it)\s+)?(?:to\s+)?"
+        r"(?:that\s+(?:we|they|you|i|he|she|it)\s+(?:should\s+|must\s+)?)?",
         "",
         rest,
         flags=re.IGNORECASE,
     )
     rest = re.sub(r"^(?:to|for)\s+[^,.;:]{3,60}?\s+(?:about|on|regarding|re)\s+", "", rest, flags=re.IGNORECASE)
     rest = re.sub(r"^(?:to|for|on|about|of|a|an|the)\s+", "", rest, flags=re.IGNORECASE).strip()
-    title = shorten(rest if len(rest.rstrip("?")) >= 3 else first, limit)
-    return (title[:1].upper() + title[1:]) or "Untitled"
+    # "a deck with 10 slides on onboarding", "a spreadsheet with columns for ...": what it is on, or holds
+    rest = re.sub(rf"^with\s+(?:(?:\d{{1,2}}|{'|'.join(_NUMBERS)})\s+\w+\s+(?:on|about|of|for|covering)\s+)?", "", rest)
+    if len(rest.rstrip("?")) < 3:
+        # "Write a report on:" and then its list: the items are the subject
+        items = _listed_lines(prompt or "")
+        items = [*items[:1], *(i if i[1:2].isupper() else i[:1].lower() + i[1:] for i in items[1:])]
+        listed = ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else ""
+        rest = listed if 3 <= len(listed) <= limit else first
+    title = shorten(rest, limit)
+    return title[:1].upper() + title[1:] if re.search(r"\w", title) else "Untitled"
 
 
 def generic_parts(count: int) -> list[str]:
