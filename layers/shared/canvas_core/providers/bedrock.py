@@ -48,7 +48,7 @@ RETRYABLE_CODES = frozenset(
 IMAGE_FORMATS = frozenset({"png", "jpeg", "gif", "webp"})  # what a Converse image block takes
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)  # a client per endpoint and read timeout: a few roles' caps, the image model's
 def bedrock_runtime(endpoint_url: str | None, region: str | None, read_timeout: float = 300) -> Any:
     config = Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=read_timeout)
     return boto3.client("bedrock-runtime", region_name=region, endpoint_url=endpoint_url or None, config=config)
