@@ -74,6 +74,9 @@ _.categories
 _.include_in_layout
 _.number_format_is_linked
 _.gap_width
+_.has_title
+_.minimum_scale
+_.smooth
 _.border
 _.quotePrefix
 _.number_format

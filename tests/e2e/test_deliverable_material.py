@@ -182,7 +182,9 @@ def test_the_workbook_is_the_uploaded_data_and_totals_only_what_adds_up(http):
     result = run(http, prompt, "excel", [("tickets.csv", TICKETS)])
     assert result["status"] == "completed", result["errors"]
     sheets = xlsx_cells(artifact(result, "xlsx"))
-    assert list(sheets) == ["Tickets", "Sources"]
+    # the analysis first (findings, then its results), the upload whole, the sources
+    names = list(sheets)
+    assert names[0] == "Summary" and names[-2:] == ["Tickets", "Sources"]
     rows = sheets["Tickets"]
     assert rows[0] == ["ticket_id", "category", "opened", "tickets", "avg_resolution_hours"]
     assert rows[1][:2] == [1001, "Billing"] and rows[1][3:] == [12, 4.5]

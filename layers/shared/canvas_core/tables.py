@@ -36,6 +36,7 @@ class Table:
     sum_columns: list[int] | None = None  # the columns to total, when the table says so itself
     types: list[str] = field(default_factory=list)  # each column's type, when typed
     truncated_rows: int = 0  # rows left out past MAX_ROWS
+    chart: str = ""  # "bar" or "line": a table made to be drawn (one label, one measure), shown as its chart only
 
 
 @dataclass

@@ -16,6 +16,8 @@ def analyse(dataset: Dataset, request: str, complete: Callable[[str], str] | Non
     """The analysis of a loaded table for a request; None when the table has no column to measure or nothing to
     group (one row per item: the table already says what a breakdown would). `complete` asks a model for the
     plan; without it (the offline provider) the rules choose."""
+    if not _worth_planning(dataset):
+        return None
     if complete is not None:
         plan = plan_by_model(request, dataset, complete)
     else:
@@ -33,3 +35,10 @@ def _groups_rows(dataset: Dataset, plan: AnalysisPlan) -> bool:
     """Whether a dimension or the period of the plan puts several rows together."""
     keys = [*plan.dimensions, *([plan.period] if plan.period else [])]
     return any((c := dataset.column(k)) is not None and c.distinct < dataset.rows for k in keys)
+
+
+def _worth_planning(dataset: Dataset) -> bool:
+    """Whether the table has a number to measure and a column that could group rows (before a model is asked)."""
+    measures = any(c.kind == "number" for c in dataset.columns)
+    groups = any(c.kind != "number" and 2 <= c.distinct < dataset.rows for c in dataset.columns)
+    return measures and groups

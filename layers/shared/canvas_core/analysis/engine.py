@@ -53,6 +53,7 @@ class Dataset:
     connection: DuckDBPyConnection
     columns: list[Column]
     rows: int
+    origin: str = ""  # the block whose content held the rows, when they were not read from a file
 
     def sample(self, count: int = MAX_CELLS_SAMPLED) -> list[list[Any]]:
         return [list(r) for r in self.connection.execute(f"SELECT * FROM data LIMIT {int(count)}").fetchall()]

@@ -60,7 +60,7 @@ def percent(value: float | None) -> str:
     if value is None:
         return "n/a"
     text = f"{value * 100:.1f}".removesuffix(".0")
-    return f"{text} %"
+    return f"{'0' if text == '-0' else text} %"
 
 
 def describe(analysis: Analysis, question: str) -> None:

@@ -16,7 +16,7 @@ from canvas_core.blocks.context import BlockContext
 from canvas_core.errors import StorageError
 from canvas_core.gather.archive import ArchiveError, ArchiveLimits, check_archive
 from canvas_core.models.items import Source, Upload
-from canvas_core.render.structure import BulletList, Paragraph, Section
+from canvas_core.render.structure import Block, BulletList, Paragraph, Section, table_caption
 from canvas_core.tables import Table, parse_markdown_tables
 
 if TYPE_CHECKING:
@@ -42,6 +42,16 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
     return found
 
 
+def analysed_inputs(ctx: BlockContext, analyses: list[Analysis]) -> frozenset[str]:
+    """The inputs whose tables the analyses cover: their rows are shown as the analysis, not again as tables."""
+    files = {a.source.split(", sheet ")[0] for a in analyses}
+    return frozenset(
+        n.block_id
+        for n in ctx.inputs
+        if any(s.file_name in files for s in n.sources) or any(a.dataset.origin == n.block_id for a in analyses)
+    )
+
+
 def _datasets(ctx: BlockContext) -> list[Dataset]:
     found: list[Dataset] = []
     for upload in ctx.run.uploads:
@@ -51,7 +61,9 @@ def _datasets(ctx: BlockContext) -> list[Dataset]:
         if node.type == "table-block" and not found:
             for table in parse_markdown_tables(node.content or ""):
                 if len(table.rows) >= 2:
-                    found.append(load_rows(table.caption or node.name, table.headers, table.rows))
+                    dataset = load_rows(table.caption or node.name, table.headers, table.rows)
+                    dataset.origin = node.block_id
+                    found.append(dataset)
     return found
 
 
@@ -92,8 +104,8 @@ def _figure(value: object, kind: str, exact: bool) -> str:
         return "" if value is None else str(value)
     if not exact:
         return percent(value) if kind == "percent" else number(value)
-    scaled = value * 100 if kind == "percent" else value
-    text = f"{scaled:.10f}".rstrip("0").rstrip(".") if isinstance(scaled, float) else str(scaled)
+    scaled = round(value * 100, 8) if kind == "percent" else value
+    text = repr(scaled) if isinstance(scaled, int) or "e" not in repr(scaled) else f"{scaled:.10f}".rstrip("0")
     return f"{text}%" if kind == "percent" else text
 
 
@@ -115,16 +127,26 @@ def findings_section(analyses: list[Analysis], title: str = "Key findings") -> S
     return Section(title=title, blocks=[BulletList(items=[f for a in analyses for f in a.findings])])
 
 
-def result_sections(
-    analyses: list[Analysis], kinds: tuple[str, ...] = ("breakdown", "cross", "series", "ranking")
-) -> list[Section]:
-    """A section per result table of the kinds asked for, its table under a sentence naming where it comes from."""
+def result_sections(analyses: list[Analysis], max_rows: int = 25) -> list[Section]:
+    """A document's analysis: per table, a section saying where the figures come from, then a subsection per
+    result with its table (the largest `max_rows` rows, saying how many more there are)."""
     sections = []
     for analysis in analyses:
+        lead = (
+            f"Computed from all {number(analysis.dataset.rows)} rows of {analysis.source}; the analysis was chosen "
+            f"by {analysis.plan.chosen_by}."
+        )
+        sections.append(Section(title=f"Analysis of {analysis.source}", blocks=[Paragraph(lead)]))
         for result in analysis.results:
-            if result.kind in kinds:
-                lead = Paragraph(f"Computed from all {number(analysis.dataset.rows)} rows of {analysis.source}.")
-                sections.append(Section(title=result.caption, blocks=[lead, as_table(result, analysis)]))
+            if result.kind == "totals":
+                continue
+            table = as_table(result, analysis)
+            blocks: list[Block] = [table]
+            if len(table.rows) > max_rows:
+                more = len(table.rows) - max_rows
+                table.rows = table.rows[:max_rows]
+                blocks.append(Paragraph(f"The {max_rows} largest are shown; {more} more are in the data."))
+            sections.append(Section(title=result.caption, blocks=blocks, level=2))
     return sections
 
 
@@ -139,7 +161,7 @@ def data_sheets(analyses: list[Analysis]) -> tuple[list[DataSheet], list[str]]:
         totals = _column_totals(analysis)
         sheets.append(
             DataSheet(
-                caption=dataset.name,
+                caption=table_caption(dataset.name),
                 headers=[c.name for c in dataset.columns],
                 rows=dataset.iter_rows(EXCEL_MAX_ROWS),
                 row_count=min(dataset.rows, EXCEL_MAX_ROWS),

@@ -18,6 +18,8 @@ from canvas_core.agents.material import compose as compose_prompt
 from canvas_core.agents.material import number_sources, strip_sources_section
 from canvas_core.agents.outline import Outline, read_request, title_for
 from canvas_core.agents.personas import role_of, system_prompt
+from canvas_core.analysis.findings import Analysis
+from canvas_core.blocks.analysis import with_analyses
 from canvas_core.blocks.context import BlockContext
 from canvas_core.errors import BlockFatalError, StorageError
 from canvas_core.models.catalog import IMAGE_EXTENSIONS
@@ -109,11 +111,12 @@ def _reference(source: Source) -> Reference:
     return Reference(title=title, url=source.url, detail=strip_control(", ".join(p for p in parts if p)))
 
 
-def input_tables(ctx: BlockContext) -> list[Table]:
+def input_tables(ctx: BlockContext, exclude: frozenset[str] = frozenset()) -> list[Table]:
     """Tables the inputs carry (pipe tables, JSON rows, and CSV from a table-block or a .csv file), each once,
-    captioned after the file or heading it came from (`sales.xlsx`, sheet `Q1` -> `Sales: Q1`)."""
+    captioned after the file or heading it came from (`sales.xlsx`, sheet `Q1` -> `Sales: Q1`); none of the
+    inputs in `exclude` (their tables were analysed: blocks/analysis.py)."""
     found: list[Table] = []
-    for node in ctx.inputs:
+    for node in (n for n in ctx.inputs if n.block_id not in exclude):
         csv_text = node.type == "table-block" or any(
             (s.file_name or "").lower().endswith(CSV_SUFFIXES) for s in node.sources
         )
@@ -158,11 +161,20 @@ def material(ctx: BlockContext) -> str:
     return "\n\n".join(f"## {s.name}\n{s.content}".strip() for s in number_sources(ctx.inputs)[1])
 
 
-def draft(ctx: BlockContext, instructions: str, role: str = "writer", inputs: list[NodeItem] | None = None) -> str:
+def draft(
+    ctx: BlockContext,
+    instructions: str,
+    role: str = "writer",
+    inputs: list[NodeItem] | None = None,
+    analyses: list[Analysis] | None = None,
+) -> str:
     """One model call: the request and how to write it, then the inputs (all, or `inputs`) as material with
-    their sources numbered (agents/material.py), by the block's persona. The answer without a trailing list of
+    their sources numbered (agents/material.py), by the block's persona; with `analyses`, the engine's findings
+    stand in for the analysed tables' rows (blocks/analysis.py). The answer without a trailing list of
     sources."""
     sources, sections = number_sources(ctx.inputs if inputs is None else inputs)
+    if analyses:
+        sections = with_analyses(sources, sections, analyses)
     completion = ctx.complete(
         compose_prompt(f"{request(ctx)}\n\n{instructions}", sections, sources),
         role=role_of(ctx.node.persona, role),
@@ -177,17 +189,18 @@ def compose(
     with_input_tables: bool = True,
     lead_title: str = "Summary",
     parts: list[str] | tuple[str, ...] = (),
+    exclude: frozenset[str] = frozenset(),
 ) -> Deliverable:
     """The draft as a deliverable: titled (from the draft, else the request), without the lines blocks write for
     each other, its untitled text under `lead_title` when it has no headings, a section for each of `parts` the
     draft left out (saying the material does not cover it), the inputs' tables the draft does not already show
-    under Data, the references, and the run's date."""
+    under Data (but those of the inputs in `exclude`), the references, and the run's date."""
     deliverable = parse_markdown(strip_control(text), title=title(ctx))
     drop_internal(deliverable)
     titled = [s for s in deliverable.sections if s.title]
     if deliverable.sections and not titled:
         deliverable.sections[0].title = lead_title
-    tables = input_tables(ctx) if with_input_tables else []
+    tables = input_tables(ctx, exclude) if with_input_tables else []
     add_missing_parts(deliverable, parts, has_material=any((n.content or "").strip() for n in ctx.inputs))
     if not deliverable.sections and not tables:
         deliverable.sections.append(Section(title=lead_title, blocks=[Paragraph(NOTHING_YET)]))

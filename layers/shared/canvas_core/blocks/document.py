@@ -1,9 +1,11 @@
 """document-block: a report as a Word document (.docx): title, a section per part of the outline the plan gave
 it (an executive summary first), paragraphs, bullet lists, the inputs' tables with captions, the uploaded
-images as figures, and a references section for the sources cited as [n]."""
+images as figures, and a references section for the sources cited as [n]. Over uploaded or gathered tables, the
+findings the engine computed (blocks/analysis.py) follow the summary, then the analysis's tables."""
 
 from __future__ import annotations
 
+from canvas_core.blocks.analysis import analysed_inputs, findings_section, result_sections, run_analyses
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import (
     CITE,
@@ -12,6 +14,7 @@ from canvas_core.blocks.deliverable import (
     input_figures,
     outline,
     outline_instructions,
+    request,
     sources,
     store,
 )
@@ -33,7 +36,13 @@ def run(ctx: BlockContext) -> BlockOutput:
     if len(plan.subjects) == 2:
         instructions += f" Compare {plan.subjects[0]} and {plan.subjects[1]} in each section."
     instructions = f"{instructions}\n\n{outline_instructions(parts, 'section')}".strip()
-    report = compose(ctx, draft(ctx, instructions), parts=parts)
+    analyses = run_analyses(ctx, request(ctx))
+    analysed = analysed_inputs(ctx, analyses)
+    report = compose(ctx, draft(ctx, instructions, analyses=analyses), parts=parts, exclude=analysed)
+    if analyses:
+        at = 1 if report.sections and report.sections[0].level == 1 else 0
+        computed = [findings_section(analyses, "Findings"), *result_sections(analyses)]
+        report.sections[at:at] = computed
     report.figures = input_figures(ctx)
     data = docx.render_report(report)
     artifact = store(ctx, report.title, "docx", data, docx.CONTENT_TYPE, docx.check_docx, label="report")

@@ -1,8 +1,10 @@
 """memo-block: a memo as a Word document (.docx): MEMORANDUM, the To / From / Date / Subject block, then a few
-short sections (a summary, then a section per part of the outline the plan gave it) and the sources."""
+short sections (a summary, then a section per part of the outline the plan gave it) and the sources. Over
+uploaded or gathered tables, the key figures the engine computed (blocks/analysis.py) follow the summary."""
 
 from __future__ import annotations
 
+from canvas_core.blocks.analysis import findings_section, run_analyses
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import (
     CITE,
@@ -10,6 +12,7 @@ from canvas_core.blocks.deliverable import (
     draft,
     outline,
     outline_instructions,
+    request,
     run_date,
     sources,
     store,
@@ -32,7 +35,11 @@ def run(ctx: BlockContext) -> BlockOutput:
     plan = outline(ctx)
     parts = ["Summary", *plan.items][:MAX_SECTIONS] if plan.items else []
     instructions = f"{INSTRUCTIONS}\n\n{outline_instructions(parts, 'section')}".strip()
-    memo = compose(ctx, draft(ctx, instructions), with_input_tables=False, parts=parts)
+    analyses = run_analyses(ctx, request(ctx))
+    memo = compose(ctx, draft(ctx, instructions, analyses=analyses), with_input_tables=False, parts=parts)
+    if analyses:
+        at = 1 if memo.sections else 0
+        memo.sections.insert(at, findings_section(analyses, "Key figures"))
     fields = extract_fields(memo, ("to", "from", "subject", "re", "date"))
     header = MemoHeader(
         to=fields.get("to") or plan.audience or DEFAULT_TO,

@@ -2,8 +2,11 @@
 
 `plan_slides` turns a `Deliverable` into slides: a section's points become bullet slides, split so the text
 fits its placeholder (the estimate below is deliberately generous per character); a table becomes a native
-chart when it has a label and a number per row, and table slides of a few rows each. Every content slide's
-speaker notes list the sources it cites, or all of them.
+chart when it has a label and a number per row, and table slides of a few rows each (a table made to be drawn,
+`Table.chart`, is its chart alone: bars for categories, a line for time). A deck keeps to the number of slides
+asked for, else to MAX_SLIDES; its appendix (the data behind it) follows, outside that count. The requester's
+logo sits on the title slide and in a corner of every other. Every content slide's speaker notes list the
+sources it cites, or all of them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from canvas_core.render.structure import (
     Deliverable,
     Figure,
     Paragraph,
+    Section,
     chart_columns,
     long_date,
     plain,
@@ -58,6 +62,9 @@ INSET = Inches(0.1)
 TABLE_ROWS_PER_SLIDE = 8
 TABLE_MAX_COLUMNS = 6
 TABLE_PT = 14
+MAX_SLIDES = 15  # a deck nobody asked a length of: the title slide and 14 more, then the appendix
+LOGO_HEIGHT, LOGO_MAX_WIDTH = Inches(0.9), Inches(2.6)
+CORNER_LOGO_HEIGHT, CORNER_LOGO_MAX_WIDTH = Inches(0.4), Inches(1.4)
 MAX_NOTES_SOURCES = 12
 # python-pptx leaves RGBColor's constructor unannotated, hence the ignores on the colours.
 ACCENT = RGBColor(0x1F, 0x4E, 0x79)  # type: ignore[no-untyped-call]
@@ -143,12 +150,23 @@ def fit_title(title: str) -> str:
 
 def plan_slides(deck: Deliverable, max_slides: int | None = None) -> list[SlideSpec]:
     """The content slides (the title slide aside): each section's points, split so they fit, its tables as a
-    chart and table slides, then a slide per figure. With `max_slides` (the deck was asked for a number of
-    slides), a section keeps to one slide, a table to its chart and first rows, and what is still too many is
-    left out from the end, figures and repeated tables first."""
-    slides: list[SlideSpec] = []
+    chart and table slides, then a slide per figure, then the appendix. With `max_slides` (the deck was asked
+    for a number of slides), a section keeps to one slide, a table to its chart and first rows; what is still
+    too many (more than `max_slides`, else than MAX_SLIDES less the title slide) is left out from the end,
+    figures and repeated tables first. The appendix is not counted."""
     counted = max_slides is not None
-    for section in deck.sections:
+    slides = _section_slides(deck.sections, counted)
+    slides += [SlideSpec(title=plain(f.caption) or "Figure", figure=f) for f in deck.figures]
+    slides = _fit(slides, max(1, max_slides if max_slides is not None else MAX_SLIDES - 1))
+    slides += _section_slides(deck.appendix, counted=False)
+    for slide in slides:
+        slide.notes = _notes(slide, deck)
+    return slides
+
+
+def _section_slides(sections: list[Section], counted: bool) -> list[SlideSpec]:
+    slides: list[SlideSpec] = []
+    for section in sections:
         title = section.title or "Overview"
         bullets: list[str] = []
         visuals: list[SlideSpec] = []
@@ -166,11 +184,6 @@ def plan_slides(deck: Deliverable, max_slides: int | None = None) -> list[SlideS
         slides += visuals
         if not groups and not visuals and section.title:
             slides.append(SlideSpec(title=section.title, divider=True))
-    slides += [SlideSpec(title=plain(f.caption) or "Figure", figure=f) for f in deck.figures]
-    if max_slides is not None:
-        slides = _fit(slides, max(1, max_slides))
-    for slide in slides:
-        slide.notes = _notes(slide, deck)
     return slides
 
 
@@ -188,8 +201,10 @@ def _fit(slides: list[SlideSpec], limit: int) -> list[SlideSpec]:
 def _table_slides(table: Table, section_title: str) -> list[SlideSpec]:
     name = plain(table.caption) or section_title
     out = []
-    if chart_columns(table):
+    if chartable(table):
         out.append(SlideSpec(title=name, chart=table))
+        if table.chart:
+            return out
     chunks = [table.rows[i : i + TABLE_ROWS_PER_SLIDE] for i in range(0, len(table.rows), TABLE_ROWS_PER_SLIDE)]
     for n, rows in enumerate(chunks or [[]]):
         suffix = f" ({n + 1}/{len(chunks)})" if len(chunks) > 1 else ""
@@ -200,7 +215,20 @@ def _table_slides(table: Table, section_title: str) -> list[SlideSpec]:
 def visual_slides(table: Table) -> int:
     """How many slides a table takes: its chart, when it makes one, and its rows in pages."""
     pages = max(1, -(-len(table.rows) // TABLE_ROWS_PER_SLIDE))
-    return (1 if chart_columns(table) else 0) + pages
+    if table.chart in ("bar", "line") and chartable(table):
+        return 1
+    return (1 if chartable(table) else 0) + pages
+
+
+def chartable(table: Table) -> bool:
+    """Whether a table makes a chart: a label and a number per row (`chart_columns`), each label once (a chart
+    of rows that repeat a category draws it again and again: such rows are analysed first), and not marked as a
+    table only (`chart="none"`)."""
+    columns = chart_columns(table)
+    if table.chart == "none" or columns is None:
+        return False
+    labels = [plain(r[columns[0]]) for r in data_rows(table)]
+    return len(set(labels)) == len(labels)
 
 
 def _notes(slide: SlideSpec, deck: Deliverable) -> str:
@@ -223,6 +251,7 @@ def render_deck(deck: Deliverable, max_slides: int | None = None) -> bytes:
     prs.core_properties.author = "Canvas Run Service"
     _title_slide(prs, deck)
     planned = plan_slides(deck, max_slides)
+    logo = _logo_image(deck)
     for number, spec in enumerate(planned, start=2):
         if spec.divider:
             slide = prs.slides.add_slide(prs.slide_layouts[2])
@@ -242,6 +271,8 @@ def render_deck(deck: Deliverable, max_slides: int | None = None) -> bytes:
             elif spec.figure is not None:
                 _add_figure(slide, spec.figure)
         _decorate(slide, number, len(planned) + 1)
+        if logo is not None:
+            _add_logo(slide, logo, CORNER_LOGO_HEIGHT, CORNER_LOGO_MAX_WIDTH, corner="bottom-left")
         if spec.notes:
             slide.notes_slide.notes_text_frame.text = spec.notes
     buffer = io.BytesIO()
@@ -281,6 +312,37 @@ def _title_slide(prs: PptxPresentation, deck: Deliverable) -> None:
             run.font.size, run.font.color.rgb = Pt(20), RGBColor(0xDD, 0xE6, 0xF0)  # type: ignore[no-untyped-call]
     if deck.references:
         slide.notes_slide.notes_text_frame.text = _notes(SlideSpec(title=deck.title), deck)
+    logo = _logo_image(deck)
+    if logo is not None:
+        _add_logo(slide, logo, LOGO_HEIGHT, LOGO_MAX_WIDTH, corner="top-right")
+
+
+def _logo_image(deck: Deliverable) -> tuple[bytes, int, int] | None:
+    """The logo as a raster the deck can hold, with its pixel size; None without one (or one that cannot be
+    shown)."""
+    if deck.logo is None:
+        return None
+    from PIL import Image
+
+    from canvas_core.render.chart import raster
+
+    image = raster(deck.logo.data, deck.logo.mime)
+    if image is None:
+        return None
+    with Image.open(io.BytesIO(image[0])) as opened:
+        width, height = opened.size
+    return image[0], width, height
+
+
+def _add_logo(slide: Slide, logo: tuple[bytes, int, int], height: int, max_width: int, corner: str) -> None:
+    """The logo at a corner of the slide, `height` tall (narrower when it would be wider than `max_width`)."""
+    data, width_px, height_px = logo
+    scale = min(height / height_px, max_width / width_px)
+    width, tall = int(width_px * scale), int(height_px * scale)
+    gap = Inches(0.25)
+    left = SLIDE_WIDTH - MARGIN - width if corner == "top-right" else MARGIN
+    top = gap + Inches(0.12) if corner == "top-right" else SLIDE_HEIGHT - gap - tall
+    slide.shapes.add_picture(io.BytesIO(data), Emu(left), Emu(top), Emu(width), Emu(tall))
 
 
 _WHITE = RGBColor(0xFF, 0xFF, 0xFF)  # type: ignore[no-untyped-call]
@@ -351,6 +413,7 @@ def _add_table(slide: Slide, table: Table) -> None:
 def _add_chart(slide: Slide, table: Table) -> None:
     label, values = chart_columns(table)  # type: ignore[misc]
     rows = data_rows(table)
+    values = _one_scale(rows, values)
     # python-pptx leaves CategoryChartData unannotated, and types add_chart's data as its ChartData subclass.
     data = CategoryChartData()  # type: ignore[no-untyped-call]
     data.categories = [plain(r[label]) or "—" for r in rows]
@@ -359,6 +422,8 @@ def _add_chart(slide: Slide, table: Table) -> None:
         data.add_series(plain(table.headers[c]), [_number(r[c]) for r in rows])  # type: ignore[no-untyped-call]
     long_labels = max(len(plain(r[label])) for r in rows) > 14
     chart_type = XL_CHART_TYPE.BAR_CLUSTERED if long_labels else XL_CHART_TYPE.COLUMN_CLUSTERED
+    if table.chart == "line":
+        chart_type = XL_CHART_TYPE.LINE_MARKERS
     frame = slide.shapes.add_chart(chart_type, MARGIN, BODY_TOP, CONTENT_WIDTH, BODY_HEIGHT, data)  # type: ignore[arg-type]
     # python-pptx annotates add_chart as returning the Chart; it returns the GraphicFrame that holds it.
     chart = frame.chart  # type: ignore[attr-defined]
@@ -366,14 +431,39 @@ def _add_chart(slide: Slide, table: Table) -> None:
     if chart.has_legend:
         chart.legend.position, chart.legend.include_in_layout = XL_LEGEND_POSITION.BOTTOM, False
     chart.font.size = Pt(12)
+    chart.has_title = len(values) > 1  # one series: the slide's title names it
+    axis = chart.value_axis
     if all(kinds[c] == "percent" for c in values):
-        chart.value_axis.tick_labels.number_format = "0%"
-        chart.value_axis.tick_labels.number_format_is_linked = False
+        axis.tick_labels.number_format = "0%"
+        axis.tick_labels.number_format_is_linked = False
+    else:
+        axis.tick_labels.number_format = "#,##0"
+        axis.tick_labels.number_format_is_linked = False
+    numbers = [v for c in values for r in rows if (v := _number(r[c])) is not None]
+    if table.chart != "line" and numbers and min(numbers) >= 0:
+        axis.minimum_scale = 0  # bars are read by their length: they start at zero
     plot = chart.plots[0]
+    if table.chart == "line":
+        for series, colour in zip(plot.series, SERIES_COLOURS, strict=False):
+            series.format.line.color.rgb = colour
+            series.format.line.width = Pt(2.5)
+            series.smooth = False
+        return
     plot.gap_width = 60
     for series, colour in zip(plot.series, SERIES_COLOURS, strict=False):
         series.format.fill.solid()
         series.format.fill.fore_color.rgb = colour
+
+
+def _one_scale(rows: list[list[str]], columns: list[int]) -> list[int]:
+    """The value columns that share the first one's scale (within a factor of ten): units beside revenue on
+    one axis would be bars too small to see."""
+
+    def peak(c: int) -> float:
+        return max((abs(v) for r in rows if (v := _number(r[c])) is not None), default=0.0)
+
+    first = peak(columns[0])
+    return [c for c in columns if c == columns[0] or (first and 0.1 <= peak(c) / first <= 10)]
 
 
 def _add_figure(slide: Slide, figure: Figure) -> None:

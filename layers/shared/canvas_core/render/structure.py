@@ -80,6 +80,8 @@ class Deliverable:
     subtitle: str = ""
     date: dt.date | None = None
     figures: list[Figure] = field(default_factory=list)
+    logo: Figure | None = None  # the requester's logo: shown as a logo (a deck's corner), not as a figure
+    appendix: list[Section] = field(default_factory=list)  # after the body, outside a deck's slide count
 
     def tables(self) -> list[Table]:
         return [b for s in self.sections for b in s.blocks if isinstance(b, Table)]

@@ -207,14 +207,12 @@ def _xml_cell(ref: str, value: Any, style: str | None) -> str:
 
 
 def _write_summary(sheet: Worksheet, title: str, lines: list[str]) -> None:
-    sheet.column_dimensions["A"].width = 120
+    """A line a row, in one column as wide as the longest (a sheet written row by row sets no row heights, so
+    wrapped text would overlap the next row)."""
+    sheet.column_dimensions["A"].width = min(250, max(len(title), *(len(line) for line in lines)) + 2)
     sheet.append([_header_cell(sheet, title)])
     for line in lines:
-        cell = WriteOnlyCell(sheet, value=plain(line))
-        if cell.data_type == "f":
-            cell.data_type, cell.quotePrefix = "s", True
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
-        sheet.append([cell])
+        sheet.append([text_cell(sheet, plain(line))])
 
 
 def _write_data(sheet: Worksheet, data: DataSheet) -> tuple[dict[str, float], _Bulk | None]:
