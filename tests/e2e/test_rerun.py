@@ -206,3 +206,31 @@ def test_a_canvas_whose_run_is_still_running_is_409(http):
         script.release()
         assert poll_until_finished(http, run_id)["status"] == "completed"
     assert http.post(rerun_url(canvas_id, nodes[0]["id"]), json={}).status_code == 200
+
+
+def test_a_rerun_with_an_idempotency_key_starts_once_and_a_refused_one_can_be_tried_again(http):
+    # Given a canvas whose run is still at work
+    prompt = "rerun e2e: idempotent"
+    with scripted({prompt: Dag([Block(hang=True)])}) as script:
+        run_id = http.post("/v1/run", data={"prompt": prompt}).json()["data"]["run_id"]
+        canvas_id = http.get(f"/v1/run/{run_id}").json()["data"]["canvas_id"]
+        nodes = []
+        while not nodes:  # planned a moment after the create answers
+            time.sleep(0.05)
+            nodes = list(dag(http, canvas_id).values())
+        url, key = rerun_url(canvas_id, nodes[0]["id"]), {"Idempotency-Key": str(uuid.uuid4())}
+        # When a keyed re-run is refused while the run goes on (409: its key is not kept)
+        assert_error(http.post(url, json={}, headers=key), 409, "is still running")
+        script.release()
+        assert poll_until_finished(http, run_id)["status"] == "completed"
+        # And sent again with that key once the run has ended, then once more, as a client retrying would
+        runs_before = set(run_ids(http))
+        first = http.post(url, json={}, headers=key)
+        again = http.post(url, json={}, headers=key)
+
+    # Then the key started one re-run, and the retry got its answer
+    assert first.status_code == again.status_code == 200, (first.text, again.text)
+    assert first.json()["data"] == again.json()["data"]
+    assert set(run_ids(http)) - runs_before == {first.json()["data"]["run_id"]}
+    rerun = poll_until_finished(http, first.json()["data"]["run_id"])
+    assert rerun["metadata"]["rerun_of"]["block_id"] == nodes[0]["id"]

@@ -536,6 +536,22 @@ def test_rerun_posts_the_new_instructions_and_exits_with_the_new_runs_outcome(
     assert f"{status.capitalize()} in " in capsys.readouterr().err
 
 
+def test_a_retried_rerun_carries_the_same_idempotency_key(api, sleeps, tmp_path):
+    # Given a re-run answered 502 once (it may have started: the answer was lost)
+    api.script_run([api.ended("completed", "done")])
+    canvas_id, block_id = str(uuid.uuid4()), str(uuid.uuid4())
+    bad_gateway = json_response({"success": False, "error": "Bad gateway"}, 502)
+    api.route(f"/v1/canvas/{canvas_id}/blocks/{block_id}/rerun", _then(lambda _r: bad_gateway, api.routes["/v1/run"]))
+
+    # When
+    assert canvas(api, "rerun", canvas_id, block_id, "--out", str(tmp_path)) == 0
+
+    # Then both attempts carried one key, so the service starts the re-run once
+    keys = [r.headers.get("idempotency-key") for r in api.requests if r.path.endswith("/rerun")]
+    assert len(keys) == 2 and keys[0] == keys[1]
+    uuid.UUID(keys[0])
+
+
 def test_rerun_without_instructions_posts_an_empty_object_and_no_wait_prints_the_run_id(api, sleeps, capsys):
     run = api.script_run([api.running(0, 1)])
     canvas_id, block_id = str(uuid.uuid4()), str(uuid.uuid4())

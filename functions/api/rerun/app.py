@@ -4,14 +4,14 @@ with new instructions, and what depends on it too (an extension of the contract,
 from typing import Annotated
 from uuid import UUID
 
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.api import answers, caller_account, create_app, handle, ok
 from canvas_core.api.forms import FormBody
 from canvas_core.models.api import CreateRunResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
-from canvas_core.reruns import rerun_block
+from canvas_core.reruns import rerun_block_once
 from canvas_core.settings import StateMachineSettings
 from canvas_core.validation import MAX_RERUN_BODY_BYTES, RerunBlockForm
 
@@ -30,8 +30,19 @@ def post_rerun(
     canvas_id: Annotated[UUID, Path(description="The canvas_id of an ended run")],
     block_id: Annotated[UUID, Path(description="The id of a block of that canvas (its DAG node's id)")],
     request: Annotated[RerunBlockForm, FormBody(max_bytes=MAX_RERUN_BODY_BYTES, accepts_json=True)],
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            description="Makes the re-run safe to retry: for 24 hours, the same key from the same account for the "
+            "same block gets the first request's answer and starts no second run",
+        ),
+    ] = None,
 ) -> dict:
-    return ok(rerun_block(str(canvas_id), str(block_id), request, caller_account(app)))
+    return ok(
+        rerun_block_once(
+            str(canvas_id), str(block_id), request, caller_account(app), idempotency_key, app.lambda_context
+        )
+    )
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)

@@ -12,6 +12,10 @@ reservation, in one write (`Store.admit_run`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from canvas_core.adapters.aws import client
 from canvas_core.adapters.events import Events
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
@@ -26,13 +30,18 @@ from canvas_core.errors import (
 from canvas_core.estimates import estimate_rerun
 from canvas_core.gather.pages import urls_in
 from canvas_core.models.api import CreateRunResponse, RerunBlockRequest
+from canvas_core.models.base import Model
 from canvas_core.models.catalog import NodeStatus, RunStatus, TaskStatus, TaskType
 from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RerunOf, RunError, RunItem, TaskItem
 from canvas_core.observability import count, logger
 from canvas_core.planner import parent_task_id, persona_task_id
 from canvas_core.settings import api_settings, provider_settings
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+
 RERUN_NAME_CHARS = 80
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 INSTRUCTIONS_EXCERPT_CHARS = 120
 
 
@@ -145,6 +154,65 @@ def rerun_block(
         estimated_duration_ms=run.estimated_duration_ms,
         canvas_id=new_canvas_id,
     )
+
+
+class RerunScope(Model):
+    """What makes two re-run requests the same: one account's Idempotency-Key for one block of one canvas."""
+
+    account_id: str
+    key: str
+    canvas_id: str
+    block_id: str
+
+
+def rerun_block_once(
+    canvas_id: str,
+    block_id: str,
+    request: RerunBlockRequest,
+    account_id: str,
+    idempotency_key: str | None,
+    lambda_context: Any = None,
+) -> CreateRunResponse:
+    """rerun_block, or with an Idempotency-Key, the answer the first request with that key got (for 24 hours), as
+    POST /v1/run does: a client that retries after a lost response does not start (and pay for) a second re-run."""
+    if not idempotency_key:
+        return rerun_block(canvas_id, block_id, request, account_id)
+    from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+
+    rerun, config = _idempotent_rerun(api_settings().idempotency_table, client("dynamodb"))
+    if lambda_context is not None:
+        config.register_lambda_context(lambda_context)
+    scope = RerunScope(account_id=account_id, key=idempotency_key, canvas_id=canvas_id, block_id=block_id)
+    try:
+        return rerun(scope=scope, request=request)
+    except IdempotencyAlreadyInProgressError:
+        raise ConflictError("A request with this Idempotency-Key is still being processed; retry shortly") from None
+
+
+def _idempotent_rerun(table_name: str, dynamodb: Any) -> tuple[Callable[..., CreateRunResponse], IdempotencyConfig]:
+    # As runs._idempotent_create: imported on the first keyed request, built per request (the config holds the
+    # invocation's Lambda context).
+    from aws_lambda_powertools.utilities.idempotency import (
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent_function,
+    )
+    from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
+
+    config = IdempotencyConfig(expires_after_seconds=IDEMPOTENCY_TTL_SECONDS)
+    persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=dynamodb)
+
+    # Powertools leaves idempotent_function's return unannotated; the function keeps its signature.
+    @idempotent_function(  # type: ignore[untyped-decorator]
+        data_keyword_argument="scope",
+        persistence_store=persistence,
+        config=config,
+        output_serializer=PydanticSerializer(model=CreateRunResponse),
+    )
+    def rerun(scope: RerunScope, request: RerunBlockRequest) -> CreateRunResponse:
+        return rerun_block(scope.canvas_id, scope.block_id, request, scope.account_id)
+
+    return rerun, config
 
 
 def downstream_of(block_id: str, edges: list[EdgeItem]) -> set[str]:

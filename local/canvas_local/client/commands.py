@@ -1,4 +1,4 @@
-"""`canvas run`, `status`, `wait`, `download`, `runs`, `dag`, `tasks`,
+"""`canvas run`, `rerun`, `status`, `wait`, `download`, `runs`, `dag`, `tasks`,
 `approve` and `cancel`: the service from a terminal.
 
 They talk to `--base-url` (else `CANVAS_BASE_URL`, else http://127.0.0.1:3000, where `canvas serve` listens) with
@@ -327,7 +327,9 @@ def rerun_block(args: argparse.Namespace) -> int:
     _check_out_dir(args.out)
     with _client(args) as client:
         try:
-            created = client.rerun_block(args.canvas_id, args.block_id, args.instructions)
+            created = client.rerun_block(
+                args.canvas_id, args.block_id, args.instructions, idempotency_key=str(uuid.uuid4())
+            )
         except KeyboardInterrupt:
             _say("\nInterrupted while starting the re-run; it may have started: see canvas runs")
             return EXIT_INTERRUPTED

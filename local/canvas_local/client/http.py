@@ -133,10 +133,13 @@ class CanvasClient:
         parts = [("files", file) for file in files] or None
         return self._call("POST", "/v1/run", data=form, files=parts, headers={"Idempotency-Key": idempotency_key})
 
-    def rerun_block(self, canvas_id: str, block_id: str, instructions: str | None = None) -> dict[str, Any]:
+    def rerun_block(
+        self, canvas_id: str, block_id: str, instructions: str | None = None, *, idempotency_key: str
+    ) -> dict[str, Any]:
         """POST /v1/canvas/{canvas_id}/blocks/{block_id}/rerun: a JSON object, with the block's new instructions."""
         body = {"instructions": instructions} if instructions else {}
-        return self._call("POST", f"/v1/canvas/{canvas_id}/blocks/{block_id}/rerun", json=body)
+        path = f"/v1/canvas/{canvas_id}/blocks/{block_id}/rerun"
+        return self._call("POST", path, json=body, headers={"Idempotency-Key": idempotency_key})
 
     def get_run(self, run_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/run/{run_id}")

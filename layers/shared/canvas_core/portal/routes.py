@@ -35,8 +35,8 @@ from canvas_core.portal.sessions import (
     sign_out,
 )
 from canvas_core.portal.viewer import canvas_view
-from canvas_core.reviews import approve_run, cancel_run
 from canvas_core.reruns import rerun_block
+from canvas_core.reviews import approve_run, cancel_run
 from canvas_core.runs import get_run_status, list_runs
 from canvas_core.settings import StateMachineSettings, WebhookQueueSettings, api_settings
 from canvas_core.validation import RerunBlockForm
