@@ -177,3 +177,21 @@ def test_bedrock_and_offline_calls_keep_to_the_budget(bedrock, monkeypatch):
 def test_an_input_within_the_budget_is_sent_whole():
     prompt = "Question: what lives in tide pools?\n" + "crabs " * 100
     assert fit_input(SYSTEM, prompt, budget=24_000) == prompt
+
+
+def test_an_endpoint_that_takes_only_max_completion_tokens_gets_the_cap_that_way(openai):
+    # Given an endpoint that refuses max_tokens, as OpenAI's reasoning models do
+    openai.fail_next(
+        400,
+        "unsupported_parameter",
+        message="Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' "
+        "instead.",
+    )
+    # When two providers (two blocks of one container) call it
+    first = openai_provider(openai).complete(system=SYSTEM, prompt=PROMPT, role="writer")
+    openai_provider(openai).complete(system=SYSTEM, prompt=PROMPT, role="planner")
+    # Then the cap went as max_completion_tokens, from then on
+    assert first.text.startswith("Answer from")
+    assert "max_tokens" in openai.calls[0].body
+    assert [c.body.get("max_completion_tokens") for c in openai.calls[1:]] == [4096, 2048]
+    assert not any("max_tokens" in c.body for c in openai.calls[1:])

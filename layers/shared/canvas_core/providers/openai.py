@@ -10,7 +10,8 @@ or a JSON object with `api_key`; read once per container), and the model per rol
 are retried here, honouring Retry-After, then raised as `BlockRetryableError`; other errors are `BlockFatalError`
 with the endpoint's own message.
 
-Every request sends `max_tokens`, the role's output cap (`roles.py`), and waits for the answer as long as that cap
+Every request sends `max_tokens`, the role's output cap (`roles.py`), or `max_completion_tokens` once the endpoint
+has refused `max_tokens` asking for it (OpenAI's reasoning models), and waits for the answer as long as that cap
 takes to generate (`call_timeout_seconds`). A call that times out waiting for the answer is not sent again: the
 server may still be generating the first one, and a second would only queue behind it; it is `BlockFatalError`.
 An answer with `finish_reason: "length"` was cut at the cap: `AnswerCutError`, not used.
@@ -37,6 +38,8 @@ from canvas_core.settings import ProviderSettings
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+# The field an endpoint's model takes the output cap in, when not `max_tokens` (learnt once per container).
+_CAP_FIELDS: dict[tuple[str, str], str] = {}
 
 
 class OpenAIProvider:
@@ -86,11 +89,17 @@ class OpenAIProvider:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": content})
         cap = max_output_tokens(role)
-        body = json.dumps({"model": model_id, "messages": messages, "max_tokens": cap}).encode()
         timeout = self.timeout_seconds or call_timeout_seconds(cap)
-        payload = with_retries(
-            lambda: self._post(model_id, body, timeout), attempts=self.attempts, backoff_seconds=self.backoff_seconds
-        )
+        where = (self.base_url, model_id)
+        field = _CAP_FIELDS.get(where, "max_tokens")
+        try:
+            payload = self._send(model_id, {"model": model_id, "messages": messages, field: cap}, timeout)
+        except BlockFatalError as exc:
+            if field != "max_tokens" or "max_completion_tokens" not in str(exc):
+                raise
+            # OpenAI's reasoning models take the cap as max_completion_tokens and refuse max_tokens.
+            _CAP_FIELDS[where] = "max_completion_tokens"
+            payload = self._send(model_id, {"model": model_id, "messages": messages, _CAP_FIELDS[where]: cap}, timeout)
         try:
             choice = payload["choices"][0]
             text = choice["message"].get("content") or ""
@@ -104,6 +113,12 @@ class OpenAIProvider:
             model_id=model_id,
             input_tokens=int(usage.get("prompt_tokens") or 0),
             output_tokens=int(usage.get("completion_tokens") or 0),
+        )
+
+    def _send(self, model_id: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        body = json.dumps(request).encode()
+        return with_retries(
+            lambda: self._post(model_id, body, timeout), attempts=self.attempts, backoff_seconds=self.backoff_seconds
         )
 
     def _post(self, model_id: str, body: bytes, timeout: float) -> dict[str, Any]:
