@@ -13,7 +13,17 @@ from pathlib import Path
 from bench.output import default_log_path, figures_only
 
 # Imported when run, after the log file is in place (bench/output.py says why).
-BENCHMARKS = ("cold_import", "makespan", "faults", "handoff", "archive_limits", "render", "model_inputs", "load")
+BENCHMARKS = (
+    "cold_import",
+    "makespan",
+    "faults",
+    "handoff",
+    "archive_limits",
+    "render",
+    "analysis",
+    "model_inputs",
+    "load",
+)
 
 
 def main() -> None:

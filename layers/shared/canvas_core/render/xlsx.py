@@ -188,6 +188,9 @@ def _expand(text: str, bulk: _Bulk) -> str:
 
 def _xml_cell(ref: str, value: Any, style: str | None) -> str:
     styled = f' s="{style}"' if style else ""
+    kind = type(value)
+    if kind is int or (kind is float and math.isfinite(value)):
+        return f'<c r="{ref}"{styled}><v>{value!r}</v></c>'  # the common case first
     if value is None or value == "":
         return ""
     if isinstance(value, bool):
@@ -201,7 +204,10 @@ def _xml_cell(ref: str, value: Any, style: str | None) -> str:
         serial = (moment.replace(tzinfo=None) - _EPOCH) / dt.timedelta(days=1)
         return f'<c r="{ref}"{styled}><v>{serial!r}</v></c>'
     text = value.isoformat() if isinstance(value, dt.date) else str(value)
-    text = escape(_XML_UNSAFE.sub("", text))
+    if not text.isprintable():
+        text = _XML_UNSAFE.sub("", text)
+    if "&" in text or "<" in text or ">" in text:
+        text = escape(text)
     # An inline string is text to every reader: a leading "=" in it is never a formula.
     return f'<c r="{ref}" t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>'
 
