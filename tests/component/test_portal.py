@@ -13,6 +13,7 @@ from canvas_core import settings
 from canvas_core.adapters.store import Store
 from canvas_core.auth import create_account_with_key, hash_api_key
 from canvas_core.keys import key_id_of
+from canvas_core.models.catalog import NodeStatus
 from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem
 from tests.support import body_of, header, load_event
 
@@ -418,3 +419,48 @@ def test_the_viewer_of_a_missing_or_another_accounts_run_is_an_html_page(aws, ac
         assert f'<p id="error-message">{message}</p>' in response["body"]
         assert 'href="../portal"' in response["body"]
     assert "<b>x" not in response["body"]
+
+
+def ended_run_with_a_chain(account_id: str) -> tuple[RunItem, list[str]]:
+    """A completed run of the account whose canvas is a -> b, and its block ids."""
+    run = store_run(account_id)
+    store = Store()
+    ids = [str(uuid.uuid4()), str(uuid.uuid4())]
+    nodes = [
+        NodeItem(canvas_id=run.canvas_id, block_id=block_id, name=f"Step {i}", type="text-block", position=10 + i)
+        for i, block_id in enumerate(ids)
+    ]
+    for n in nodes:
+        n.status, n.content = NodeStatus.COMPLETED, f"{n.name} done"
+    store.put_graph(nodes, [EdgeItem(source_id=ids[0], target_id=ids[1])], run.canvas_id)
+    store.finish_run(run.run_id, status="completed", finished_at_ms=run.created_at_ms + 1)
+    return run, ids
+
+
+def test_the_viewers_rerun_needs_the_csrf_token_and_finds_only_the_accounts_canvases(aws, account, function, context):
+    # Given an ended run of the caller, and one of another account
+    mine, (_, second) = ended_run_with_a_chain(account.account_id)
+    other_account, _ = create_account_with_key()
+    theirs, (_, their_second) = ended_run_with_a_chain(other_account)
+    cookie, csrf = sign_in(function, context, account.api_key)
+    path = f"/portal/api/canvas/{mine.canvas_id}/blocks/{second}/rerun"
+    body = {"instructions": "Shorter, please"}
+
+    # When the re-run is posted without the session's CSRF token, then with it, and for the other account's canvas
+    refused = portal_call(function, context, "POST", path, cookie=cookie, body=body)
+    started = portal_call(function, context, "POST", path, cookie=cookie, csrf=csrf, body=body)
+    other_path = f"/portal/api/canvas/{theirs.canvas_id}/blocks/{their_second}/rerun"
+    other = portal_call(function, context, "POST", other_path, cookie=cookie, csrf=csrf, body=body)
+
+    # Then the first is refused, the second starts a re-run of the block, the third is not found
+    assert refused["statusCode"] == 403
+    assert body_of(refused)["error"] == "Refused: the request lacks the session's CSRF token"
+    assert started["statusCode"] == 200, started["body"]
+    run = Store().get_run(body_of(started)["data"]["run_id"])
+    assert run.account_id == account.account_id
+    assert run.rerun_of.model_dump() == {"run_id": mine.run_id, "canvas_id": mine.canvas_id, "block_id": second}
+    _, nodes, _ = Store().get_canvas(run.canvas_id)
+    copied = {n.block_id: n for n in nodes}
+    assert (copied[second].reused, copied[second].instructions) == (False, "Shorter, please")
+    assert other["statusCode"] == 404
+    assert body_of(other) == {"success": False, "error": f"Run not found: {theirs.canvas_id}"}
