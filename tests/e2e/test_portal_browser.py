@@ -320,6 +320,11 @@ def test_the_viewers_rerun_runs_a_block_again_in_a_new_run_that_marks_the_reused
     assert [script.attempts[n["id"]] for n in (first, middle, last)] == [1, 2, 2]
     assert "A re-run of an earlier run from its block Block 1" in by_id(driver, "run-rerun-of").text
     assert "2 credits" in by_id(driver, "run-progress").text
+    # And the page, a reused block's details and its Re-run form open, has no serious accessibility violation
+    driver.find_element("css selector", f'g.node[data-node-id="{first["id"]}"]').click()
+    wait_until(lambda: by_id(driver, "node-reused").is_displayed() and by_id(driver, "rerun-form").is_displayed())
+    if not browser.axe_missing():
+        assert browser.axe_violations(driver) == []
     screenshot(driver, "viewer-rerun")
     # And the new run is the API's too, with what it re-ran
     with httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": KEY}, timeout=30) as client:

@@ -63,8 +63,9 @@
     return `node status-${node.status}${node.reused ? " reused" : ""}`;
   }
 
+  // A reused block's label says so in place of its type (in its title and details), which would not fit beside it.
   function nodeKind(node) {
-    return `${node.type} · ${node.status}${node.reused ? " · reused" : ""}`;
+    return node.reused ? `reused · ${node.status}` : `${node.type} · ${node.status}`;
   }
 
   function nodeTitle(node) {
