@@ -198,7 +198,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         middle: dict[str, Any] = {}
         half = args.runs // 2
 
-        def on_each(number: int) -> None:
+        def on_each(done: int) -> None:
+            number = done - args.warmup  # the driver counts the warm-up's runs too
             if number % args.sample_every == 0 or number == half:
                 samples.append((number, rss_kb()))
             if number == half:
@@ -238,6 +239,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"  {total:8.1f}  total traced")
     second_half = [(n, kb) for n, kb in samples if n >= half]
     first, last = samples[0][1], samples[-1][1]
+    # A step in RSS is a first use (a block's libraries imported, a cache filling), a slope is what runs keep.
+    print("rss samples (runs: MB): " + ", ".join(f"{n}: {kb / 1024:.0f}" for n, kb in samples))
     print(f"memory_rss_growth_kb_per_run {slope(second_half):.1f} (second half; rss {first} -> {last} kB)")
     if any(status != "SUCCEEDED" for status in driver.statuses):
         sys.exit(1)

@@ -22,6 +22,10 @@ moto's S3 keeps each object's bytes in a `SpooledTemporaryFile` held in memory u
 run wrote stayed in the process's memory. Each body lives in a file of the stack's data folder instead, opened only
 while it is read or written (a descriptor held per object would run a long-lived stack out of them).
 
+moto keeps every stored DynamoDB item as an object graph (an `Item`, a `DynamoType` per attribute and nested value,
+their dicts), about six times the item's JSON. A table's items are kept packed instead (marshal bytes of their
+attributes) and built again on each read; an update, which moto applies to the item it read, is stored again after.
+
 With `--state-dir`, every DynamoDB and S3 write is handed to a journal (state_dir.py) before its answer leaves moto:
 the items a request changed, read back from the backend once it has written them (a transaction's items together),
 and the objects it put or deleted with their content type and metadata.
@@ -67,6 +71,7 @@ import functools
 import hashlib
 import inspect
 import json
+import marshal
 import os
 import queue
 import threading
@@ -74,7 +79,7 @@ import time
 import urllib.request
 import uuid
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -572,6 +577,115 @@ def _locked_s3(original: Callable[..., Any]) -> Callable[..., Any]:
 
     locked.__wrapped__ = original  # type: ignore[attr-defined]
     return locked
+
+
+# ---------------------------------------------------------------- stored DynamoDB items kept packed
+
+_ORIGINAL_TABLE_INIT = Table.__init__
+_ORIGINAL_UPDATE_ITEM = DynamoDBBackend.update_item
+
+
+class PackedItems(MutableMapping[DynamoType, Item]):
+    """A table's items by hash key (a table without a range key), or one partition's by range key: each kept as
+    marshal bytes of its attributes, an `Item` built again on each read. What moto reads and writes through
+    `Table.items` (get, set, pop, `in`, len, values) works as on its dicts; an `Item` read is a copy, so a change
+    made to it is stored only when it is set again (`_update_and_store`)."""
+
+    __slots__ = ("_hash_key", "_packed")
+
+    def __init__(self, hash_key: DynamoType | None = None) -> None:
+        self._hash_key = hash_key  # a partition's; None: each key is the item's hash key
+        self._packed: dict[DynamoType, bytes] = {}
+
+    def __getitem__(self, key: DynamoType) -> Item:
+        return self._unpack(key, self._packed[key])
+
+    def __setitem__(self, key: DynamoType, item: Item) -> None:
+        self._packed[key] = marshal.dumps(tuple((name, *_plain(value)) for name, value in item.attrs.items()))
+
+    def __delitem__(self, key: DynamoType) -> None:
+        del self._packed[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._packed
+
+    def __iter__(self) -> Iterator[DynamoType]:
+        return iter(list(self._packed))
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def packed_bytes(self) -> int:
+        return sum(len(packed) for packed in self._packed.values())
+
+    def _unpack(self, key: DynamoType, packed: bytes) -> Item:
+        item = object.__new__(Item)  # what moto's BaseModel.__new__ makes, untracked
+        item.hash_key, item.range_key = (key, None) if self._hash_key is None else (self._hash_key, key)
+        attributes = LimitedSizeDict.__new__(LimitedSizeDict)
+        dict.__init__(attributes)
+        for name, kind, value in marshal.loads(packed):
+            dict.__setitem__(attributes, name, _built(kind, value))
+        item.attrs = attributes
+        return item
+
+
+class PackedPartitions(dict[DynamoType, PackedItems]):
+    """A table with a range key: its partitions by hash key, each made on first use as moto's `defaultdict` does."""
+
+    def __missing__(self, hash_key: DynamoType) -> PackedItems:
+        partition = self[hash_key] = PackedItems(hash_key)
+        return partition
+
+    def packed_bytes(self) -> int:
+        return sum(partition.packed_bytes() for partition in self.values())
+
+
+def _plain(value: DynamoType) -> tuple[str, Any]:
+    """A value as (type, what marshal stores): a list's and a map's members as such pairs, the rest as moto holds it."""
+    inner = value.value
+    if type(inner) is list:
+        inner = [_plain(member) if type(member) is DynamoType else member for member in inner]
+    elif type(inner) is dict:
+        inner = {name: _plain(member) if type(member) is DynamoType else member for name, member in inner.items()}
+    return value.type, inner
+
+
+def _built(kind: str, inner: Any) -> DynamoType:
+    value = DynamoType.__new__(DynamoType)
+    if kind == DDBType.LIST:
+        inner = [_built(*member) if type(member) is tuple else member for member in inner]
+    elif kind == DDBType.MAP:
+        inner = {name: _built(*member) if type(member) is tuple else member for name, member in inner.items()}
+    value.type, value.value = kind, inner
+    return value
+
+
+def install_packed_items() -> None:
+    """Tables created from now on keep their items packed (process-wide, idempotent)."""
+    Table.__init__ = _packed_table_init  # type: ignore[method-assign]
+    DynamoDBBackend.update_item = _update_and_store  # type: ignore[method-assign]
+
+
+def uninstall_packed_items() -> None:
+    Table.__init__ = _ORIGINAL_TABLE_INIT  # type: ignore[method-assign]
+    DynamoDBBackend.update_item = _ORIGINAL_UPDATE_ITEM  # type: ignore[method-assign]
+
+
+def _packed_table_init(self: Table, *args: Any, **kwargs: Any) -> None:
+    _ORIGINAL_TABLE_INIT(self, *args, **kwargs)
+    self.items = PackedPartitions() if self.range_key_attr else PackedItems()  # type: ignore[assignment]
+
+
+def _update_and_store(self: DynamoDBBackend, table_name: str, *args: Any, **kwargs: Any) -> Item:
+    """moto's update_item changes the item `Table.get_item` gave it in place: a packed table gave a copy, which is
+    stored again (an update that fails midway stores nothing, as on DynamoDB)."""
+    item = _ORIGINAL_UPDATE_ITEM(self, table_name, *args, **kwargs)
+    table = self.get_table(table_name)
+    if isinstance(table.items, PackedPartitions):
+        table.items[item.hash_key][item.range_key] = item
+    elif isinstance(table.items, PackedItems):
+        table.items[item.hash_key] = item
+    return item
 
 
 # ---------------------------------------------------------------- writes journaled as they are acknowledged

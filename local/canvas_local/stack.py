@@ -23,7 +23,7 @@ from typing import Any, Self
 import boto3
 from moto.dynamodb.models import dynamodb_backends
 
-from canvas_local import iam_calls, moto_patch, priority
+from canvas_local import heap, iam_calls, moto_patch, priority
 from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.events import ExecutionWatcher
 from canvas_local.faults import FaultInjector, Faults
@@ -247,6 +247,7 @@ class LocalStack:
             moto_patch.install_backend_locks()
             moto_patch.install_caches()
             moto_patch.install_untracked_models()
+            moto_patch.install_packed_items()
             self._install_disk_bodies()
             self._start_moto()
             environments = self._apply_environment(specs)
@@ -318,6 +319,7 @@ class LocalStack:
             self._moto.stop()
             self._moto = None
         moto_patch.uninstall_untracked_models()
+        moto_patch.uninstall_packed_items()
         moto_patch.uninstall_disk_bodies()
         if self._bodies is not None:
             shutil.rmtree(self._bodies, ignore_errors=True)
@@ -381,6 +383,7 @@ class LocalStack:
         # Endings still queued for the watcher are among the newest: they stay until delivered.
         undelivered = self._watcher.undelivered() if self._watcher is not None else 0
         moto_patch.forget_ended_executions(RETAINED_EXECUTIONS + undelivered, ACCOUNT_ID, REGION)
+        heap.trim()  # what the run and the execution forgotten freed goes back to the system
 
     def _inject_faults(self) -> None:
         """From here on, AWS's failures at the rates asked for (nothing when none is asked for)."""

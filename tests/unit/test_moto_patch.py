@@ -1214,3 +1214,132 @@ def test_each_acknowledged_write_reaches_the_journal_once_with_what_the_backend_
         [moto_patch.ObjectChange("bodies", "k/1.txt", b"x", "text/csv", {"run-id": "r"})],
         [moto_patch.ObjectChange("bodies", "k/1.txt", None)],
     ]
+
+
+# ---------------------------------------------------------------- stored items kept packed
+
+
+def test_the_item_storage_seams_keep_the_shapes_packed_items_implement():
+    # moto's Table keeps its items in `self.items`, a defaultdict(dict) by hash key (then range key), read and
+    # written only through get, set, pop, `in`, len and values; update_item changes the item get_item gave it.
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
+
+    assert "self.items = defaultdict(dict)" in inspect.getsource(Table.__init__)
+    assert "self.items[hash_value][range_value] = item" in inspect.getsource(Table.put_item)
+    assert "result = self.items[hash_key][range_key]" in inspect.getsource(Table.get_item)
+    assert "self.items[hash_key].pop(range_key)" in inspect.getsource(Table.delete_item)
+    update = inspect.getsource(DynamoDBBackend.update_item)
+    assert "item = table.get_item(hash_value, range_value)" in update
+    assert "UpdateExpressionExecutor(" in update
+
+
+def run_table_operations(dynamodb: Any) -> list[Any]:
+    """Writes of every kind and the reads that see them, on a table with a range key and one without."""
+    create_table(dynamodb)
+    dynamodb.create_table(
+        TableName="plain",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    rich = {
+        "n": {"N": "1"},
+        "blob": {"B": b"\x00\xff"},
+        "tags": {"SS": ["a", "b"]},
+        "nums": {"NS": ["1", "2.5"]},
+        "flag": {"BOOL": True},
+        "nothing": {"NULL": True},
+        "deep": {"M": {"list": {"L": [{"S": "x"}, {"M": {"y": {"N": "2"}}}, {"L": []}]}, "empty": {"M": {}}}},
+    }
+    answers: list[Any] = []
+    for i in range(6):
+        key = {"pk": {"S": f"p{i % 2}"}, "sk": {"S": f"{i:02}"}}
+        dynamodb.put_item(TableName=TABLE, Item={**key, "kind": {"S": "k"}, **rich})
+        dynamodb.put_item(TableName="plain", Item={"id": {"S": f"i{i}"}, **rich})
+    dynamodb.update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "p0"}, "sk": {"S": "00"}},
+        UpdateExpression="SET n = n + :one, deep.#list[1].y = :z, added = :a REMOVE flag ADD tags :t",
+        ExpressionAttributeNames={"#list": "list"},
+        ExpressionAttributeValues={":one": {"N": "1"}, ":z": {"N": "9"}, ":a": {"S": "new"}, ":t": {"SS": ["c"]}},
+    )
+    dynamodb.update_item(
+        TableName="plain",
+        Key={"id": {"S": "new-one"}},
+        UpdateExpression="SET n = :n",
+        ExpressionAttributeValues={":n": {"N": "5"}},
+    )
+    with pytest.raises(ClientError):
+        dynamodb.update_item(
+            TableName="plain",
+            Key={"id": {"S": "i1"}},
+            UpdateExpression="SET n = :n",
+            ConditionExpression="n > :big",
+            ExpressionAttributeValues={":n": {"N": "0"}, ":big": {"N": "100"}},
+        )
+    dynamodb.delete_item(TableName=TABLE, Key={"pk": {"S": "p1"}, "sk": {"S": "03"}})
+    dynamodb.delete_item(TableName="plain", Key={"id": {"S": "i2"}})
+    dynamodb.transact_write_items(
+        TransactItems=[
+            {
+                "Update": {
+                    "TableName": TABLE,
+                    "Key": {"pk": {"S": "p1"}, "sk": {"S": "01"}},
+                    "UpdateExpression": "SET n = :n",
+                    "ExpressionAttributeValues": {":n": {"N": "7"}},
+                }
+            },
+            {"Put": {"TableName": "plain", "Item": {"id": {"S": "t"}, "kind": {"S": "t"}}}},
+        ]
+    )
+    answers.append(dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "p0"}, "sk": {"S": "00"}})["Item"])
+    answers.append(dynamodb.get_item(TableName="plain", Key={"id": {"S": "missing"}}).get("Item"))
+    answers.append(
+        dynamodb.query(
+            TableName=TABLE,
+            KeyConditionExpression="pk = :p AND sk > :s",
+            ExpressionAttributeValues={":p": {"S": "p1"}, ":s": {"S": "00"}},
+        )["Items"]
+    )
+    answers.append(
+        dynamodb.query(
+            TableName=TABLE,
+            IndexName="by-kind",
+            KeyConditionExpression="kind = :k",
+            ExpressionAttributeValues={":k": {"S": "k"}},
+        )["Items"]
+    )
+    answers.append(
+        dynamodb.scan(TableName=TABLE, FilterExpression="n > :one", ExpressionAttributeValues={":one": {"N": "1"}})[
+            "Items"
+        ]
+    )
+    answers.append(dynamodb.scan(TableName="plain", Limit=3)["Items"])
+    answers.append(dynamodb.scan(TableName="plain")["Items"])
+    answers.append(dynamodb.describe_table(TableName="plain")["Table"]["ItemCount"])
+    return answers
+
+
+def test_packed_items_answer_every_read_as_motos_own_storage(backend_locks):
+    # Given the same operations on moto's own storage and on packed items
+    from moto.dynamodb.models import dynamodb_backends
+
+    answers, storage = [], []
+    for packed in (False, True):
+        with mock_aws():
+            if packed:
+                moto_patch.install_packed_items()
+            moto_patch.install_item_level_transactions()
+            try:
+                answers.append(run_table_operations(aws_client("dynamodb")))
+                storage.append(dynamodb_backends["123456789012"]["us-east-1"].get_table(TABLE).items)
+            finally:
+                moto_patch.uninstall_item_level_transactions()
+                moto_patch.uninstall_packed_items()
+
+    # Then every answer is the same, and the items were kept packed
+    assert answers[1] == answers[0]
+    assert not isinstance(storage[0], moto_patch.PackedPartitions)
+    assert isinstance(storage[1], moto_patch.PackedPartitions)
+    assert storage[1].packed_bytes() > 0
