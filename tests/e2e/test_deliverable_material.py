@@ -7,6 +7,7 @@ names, IPv6 and malformed links, control characters, deep nesting, and `template
 from __future__ import annotations
 
 import base64
+import csv
 import io
 import json
 import re
@@ -211,12 +212,25 @@ def test_the_app_loads_the_uploaded_data_with_a_chart_filters_and_sorting(http):
     data = artifact(result, "html")
     page = check_html(data, require_script=True)
     [island] = page.data_islands
-    [table] = json.loads(island)["tables"]
+    tables = json.loads(island)["tables"]
+    # the analysis first: tickets by category, each category once, largest first, hours averaged, not added
+    uploaded = list(csv.DictReader(io.StringIO(TICKETS.decode())))
+    by_category: dict[str, int] = {}
+    for row in uploaded:
+        by_category[row["category"]] = by_category.get(row["category"], 0) + int(row["tickets"])
+    breakdown = tables[0]
+    assert breakdown["headers"][:3] == ["category", "tickets", "avg_resolution_hours (average)"]
+    assert [r[:2] for r in breakdown["rows"]] == [
+        [k, str(v)] for k, v in sorted(by_category.items(), key=lambda kv: -kv[1])
+    ]
+    assert breakdown["chart"]["label"] == 0 and breakdown["chart"]["sums"][:2] == [True, False]
+    # then the upload's own rows, to search, filter and sort, not charted (a chart of some rows is not the whole's)
+    table = tables[-1]
     assert table["caption"] == "Tickets" and table["rows"][1] == ["1002", "Login", "2024-01-03", "30", "12"]
-    assert table["chart"]["label"] == 1 and table["chart"]["values"] == [3, 4]  # tickets, hours by category
-    assert table["chart"]["sums"] == [True, False]  # hours are averaged per category, not added
+    assert table["chart"] is None
     assert table["category"] == 1  # Billing appears twice: a column to filter by
-    assert {"rows-filter-0", "rows-column-0", "chart-measure-0", "export-csv"} <= set(page.wired_controls())
+    last = len(tables) - 1
+    assert {"rows-filter-0", "chart-measure-0", f"rows-column-{last}", "export-csv"} <= set(page.wired_controls())
     assert page.wired_controls() == page.controls()
     assert_nothing_internal(html_texts(data), prompt)
 

@@ -81,7 +81,8 @@ def plan_by_rules(prompt: str, columns: list[Column]) -> AnalysisPlan | None:
     if not order:
         money = [c.name for c in candidates if MONEY_OR_QUANTITY.search(" ".join(words(c.name)))]
         order = money[:1] or [next((c.name for c in candidates if adds_up(c.name)), candidates[0].name)]
-    rest = [c.name for c in candidates if c.name not in order and adds_up(c.name)]
+    # The other measures too: summed when they add up, averaged when they do not (hours per ticket, a price).
+    rest = [c.name for c in candidates if c.name not in order]
     average = bool(AVERAGE.search(prompt))
     measures = [
         Measure(column=name, aggregate="sum" if adds_up(name) and not (average and name in order) else "avg")

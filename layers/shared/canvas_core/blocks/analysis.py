@@ -150,6 +150,30 @@ def result_sections(analyses: list[Analysis], max_rows: int = 25) -> list[Sectio
     return sections
 
 
+def analysis_tables(analyses: list[Analysis], preview_rows: int = 1000) -> list[Table]:
+    """What a page shows of the analysis: each result as a table, then the first rows of the data (saying how
+    many there are in all), drawn as a table only (a chart of some rows would not be the whole's)."""
+    tables = []
+    for analysis in analyses:
+        tables += [as_table(r, analysis) for r in analysis.results if r.kind != "totals"]
+        dataset = analysis.dataset
+        shown = min(preview_rows, dataset.rows)
+        rows = [[_text(v) for v in row] for row in dataset.iter_rows(limit=shown)]
+        caption = table_caption(dataset.name)
+        if shown < dataset.rows:
+            caption += f": the first {number(shown)} of {number(dataset.rows)} rows (the analysis covers all of them)"
+        tables.append(Table(headers=[c.name for c in dataset.columns], rows=rows, caption=caption, chart="none"))
+    return tables
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def data_sheets(analyses: list[Analysis]) -> tuple[list[DataSheet], list[str]]:
     """Each analysed table whole, as a data sheet (up to a sheet's row limit), with the notes saying what was
     cut."""

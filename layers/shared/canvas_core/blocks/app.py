@@ -3,15 +3,28 @@
 The model writes the app (inline style and script, nothing loaded from elsewhere). Its answer is kept when it
 parses as a whole document with a script and at least one control the script listens to; otherwise (the
 offline provider, or an answer that fails those checks) the block ships the built-in app over the material:
-search, filter and tick off the points, copy the open ones, sort the tables, export CSV.
+search, filter and tick off the points, copy the open ones, sort the tables, export CSV. Over uploaded or
+gathered tables, its data is the analysis (blocks/analysis.py): each result as a table with its chart, then
+the data's first rows, saying how many there are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from canvas_core.blocks.analysis import analysed_inputs, analysis_tables, run_analyses
 from canvas_core.blocks.context import BlockContext, BlockOutput
-from canvas_core.blocks.deliverable import compose, draft, input_tables, material, references, sources, store, title
+from canvas_core.blocks.deliverable import (
+    compose,
+    draft,
+    input_tables,
+    material,
+    references,
+    request,
+    sources,
+    store,
+    title,
+)
 from canvas_core.render import RenderCheckError, html, html_check
 from canvas_core.render.structure import plain, same_data
 from canvas_core.tables import Table
@@ -29,7 +42,8 @@ def run(ctx: BlockContext) -> BlockOutput:
 
 
 def build(ctx: BlockContext, instructions: str, builtin: Callable[[html.AppSpec], str], label: str) -> BlockOutput:
-    answer = draft(ctx, instructions, role="engineer")
+    analyses = run_analyses(ctx, request(ctx))
+    answer = draft(ctx, instructions, role="engineer", analyses=analyses)
     page, reason = _model_page(answer)
     page_title = title(ctx)
     if page is None:
@@ -37,7 +51,8 @@ def build(ctx: BlockContext, instructions: str, builtin: Callable[[html.AppSpec]
         # comes from the inputs' tables.
         source_text = answer if "<" not in answer else material(ctx)
         outline = compose(ctx, source_text, with_input_tables=False)
-        tables = _unique([*input_tables(ctx), *outline.captioned_tables()])
+        analysed = analysed_inputs(ctx, analyses)
+        tables = _unique([*analysis_tables(analyses), *input_tables(ctx, analysed), *outline.captioned_tables()])
         page_title = outline.title
         spec = html.AppSpec(page_title, _subtitle(ctx, tables), outline.sections, tables, outline.references)
         page = builtin(spec)

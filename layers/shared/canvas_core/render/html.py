@@ -231,7 +231,7 @@ def render_app(spec: AppSpec) -> str:
 def _table_data(table: Table) -> TableData:
     """A table as the app's script reads it: its text, the columns its chart draws, its category column."""
     rows = [[plain(c) for c in r] for r in table.rows]
-    columns = chart_columns(table)
+    columns = chart_columns(table) if table.chart != "none" else None
     kinds = column_kinds(table)
     category = next(
         (

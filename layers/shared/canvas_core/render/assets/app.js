@@ -8,6 +8,15 @@
     var text = String(value).replace(/[\s,$€£¥%]/g, "").replace(/^\((.*)\)$/, "-$1");
     return /^-?(\d+\.?\d*|\.\d+)$/.test(text) ? parseFloat(text) : NaN;
   }
+  // A figure on the chart: thousands separated, large ones shortened (9.57M) so a label fits its place.
+  function full(value) { return Number(value).toLocaleString("en-US", { maximumFractionDigits: 2 }); }
+  function short(value) {
+    var size = Math.abs(value);
+    if (size >= 1e9) { return (value / 1e9).toFixed(2).replace(/\.?0+$/, "") + "B"; }
+    if (size >= 1e6) { return (value / 1e6).toFixed(2).replace(/\.?0+$/, "") + "M"; }
+    if (size >= 1e4) { return (value / 1e3).toFixed(1).replace(/\.0$/, "") + "k"; }
+    return full(value);
+  }
   function svg(tag, attrs, text) {
     var el = document.createElementNS(SVG, tag);
     Object.keys(attrs).forEach(function (k) { el.setAttribute(k, attrs[k]); });
@@ -48,18 +57,18 @@
       var tick = min + span * k / 4, yy = y(tick);
       plot.appendChild(svg("line", { x1: left, x2: width - 8, y1: yy, y2: yy, stroke: "#d9e2ec" }));
       plot.appendChild(svg("text", { x: left - 6, y: yy + 4, "text-anchor": "end", "class": "axis" },
-        Math.round(tick * 100) / 100));
+        short(tick)));
     }
     var slot = (width - left - 8) / Math.max(1, bars.length), bar = Math.max(4, slot * 0.6);
     bars.forEach(function (b, i) {
       var x = left + i * slot + (slot - bar) / 2;
       var y0 = y(Math.max(0, b.value)), y1 = y(Math.min(0, b.value));
       var rect = svg("rect", { x: x, y: y0, width: bar, height: Math.max(1, y1 - y0), fill: COLOURS[0], rx: 2 });
-      rect.appendChild(svg("title", {}, b.name + ": " + b.value));
+      rect.appendChild(svg("title", {}, b.name + ": " + full(b.value)));
       plot.appendChild(rect);
       if (bars.length <= 16) {
         plot.appendChild(svg("text", { x: x + bar / 2, y: y0 - 5, "text-anchor": "middle", "class": "value" },
-          b.value));
+          short(b.value)));
       }
       plot.appendChild(svg("text", { x: x + bar / 2, y: height - bottom + 18, "text-anchor": "middle",
         "class": "bar-label" }, b.name.length > 14 ? b.name.slice(0, 13) + "…" : b.name));
