@@ -197,3 +197,25 @@ def test_text_that_reads_as_a_formula_stays_text_in_a_data_sheet():
     sheet = load_workbook(io.BytesIO(data))["t"]
     assert [sheet.cell(n, 1).value for n in (2, 3, 4)] == ['=HYPERLINK("x")', "+1", "@cmd"]
     assert all(sheet.cell(n, 1).data_type == "s" for n in (2, 3, 4))
+
+
+def test_each_sheet_of_a_workbook_is_a_table_of_its_own():
+    # Given a workbook of two sheets, one of them empty but for its header
+    from tests.fakes import files
+
+    rows = orders(60)
+    book = files.xlsx(
+        {
+            "Orders": [list(rows[0]), *([r[k] for k in rows[0]] for r in rows)],
+            "Notes": [["note"]],
+        }
+    )
+    # When
+    [dataset] = load_file("orders.xlsx", "xlsx", book)
+    analysis = analyse(dataset, "net sales by category")
+    # Then the sheet is named, typed and analysed like a CSV
+    assert dataset.name == "orders.xlsx, sheet Orders" and dataset.rows == 60
+    assert {c.name: c.kind for c in dataset.columns}["net_sales_usd"] == "number"
+    assert analysis is not None
+    [by_category] = [r for r in analysis.results if r.kind == "breakdown"]
+    assert {r[0]: r[1] for r in by_category.rows} == totals_by(rows, "category", "net_sales_usd")
