@@ -219,3 +219,28 @@ def test_each_sheet_of_a_workbook_is_a_table_of_its_own():
     assert analysis is not None
     [by_category] = [r for r in analysis.results if r.kind == "breakdown"]
     assert {r[0]: r[1] for r in by_category.rows} == totals_by(rows, "category", "net_sales_usd")
+
+
+def test_amounts_written_as_text_are_numbers_in_their_currency_and_codes_stay_text():
+    # Given amounts with a currency sign and thousands separators, and codes with leading zeros
+    table = (
+        b'store_code,Store Name,Sales Amount\n"0101",Harbour,"$1,200.50"\n"0102",Station,$800\n'
+        b'"0101",Harbour,"$2,000"\n'
+    )
+    # When
+    [dataset] = load_file("sales.csv", "csv", table)
+    analysis = analyse(dataset, "sales amount by store")
+    # Then the amounts add up, in dollars, and the codes are not a measure
+    kinds = {c.name: (c.kind, c.unit) for c in dataset.columns}
+    assert kinds["Sales Amount"] == ("number", "USD") and kinds["store_code"][0] == "text"
+    assert analysis is not None
+    assert analysis.answer == "Harbour had the highest Sales Amount by Store Name: 3,200.50 USD, 80 % of the total."
+
+
+def test_month_names_are_a_period_in_calendar_order():
+    rows = [["March", "N", 5], ["January", "N", 7], ["February", "S", 1], ["January", "S", 2], ["Dec", "S", 4]]
+    dataset = load_rows("months", ["month", "region", "units"], rows)
+    analysis = analyse(dataset, "units per month")
+    assert analysis is not None and analysis.plan.period == "month"
+    [series] = [r for r in analysis.results if r.kind == "series"]
+    assert [(r[0], r[1]) for r in series.rows] == [("January", 9), ("February", 1), ("March", 5), ("Dec", 4)]

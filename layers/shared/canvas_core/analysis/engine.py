@@ -26,6 +26,11 @@ PERIOD_NAME = re.compile(r"\b(date|day|week|month|quarter|year|period|time|fy)\b
 NUMBER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                 "UBIGINT", "FLOAT", "DOUBLE", "REAL")  # fmt: skip
 MAX_CELLS_SAMPLED = 5
+# Amounts written as text: a sign, a currency symbol before or after, thousands separated by commas.
+AMOUNT_TEXT = r"^\s*[-+]?\s*[$€£¥]?\s*-?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?\s*[$€£¥]?\s*$"
+CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")  # fmt: skip
 
 
 class AnalysisError(Exception):
@@ -145,10 +150,40 @@ def _described(name: str, connection: DuckDBPyConnection) -> Dataset:
     columns = []
     for row in described:
         column, sql_type = str(row[0]), str(row[1]).upper()
+        unit = _amounts_as_numbers(connection, column) if sql_type == "VARCHAR" else ""
+        if unit is not None:
+            sql_type = "DOUBLE" if sql_type == "VARCHAR" else sql_type
         distinct_row = connection.execute(f"SELECT count(DISTINCT {_quote(column)}) FROM data").fetchone()
         distinct = int(distinct_row[0]) if distinct_row else 0
-        columns.append(Column(column, _kind(connection, column, sql_type), distinct))
+        columns.append(Column(column, _kind(connection, column, sql_type), distinct, unit or ""))
     return Dataset(name=name, connection=connection, columns=columns, rows=int(count[0]) if count else 0)
+
+
+def _amounts_as_numbers(connection: DuckDBPyConnection, column: str) -> str | None:
+    """A text column whose every value is an amount (`$1,200.50`, `1,234`, `12 €`) made a column of numbers;
+    its currency (when the cells name one) is returned, None when the column is not amounts."""
+    name = _quote(column)
+    row = connection.execute(
+        f"SELECT count(*) FILTER (WHERE {name} IS NOT NULL AND trim({name}) <> ''), "
+        f"count(*) FILTER (WHERE regexp_matches({name}, ?)), "
+        f"string_agg(DISTINCT regexp_extract({name}, '[$€£¥]'), ''), "
+        f"count(*) FILTER (WHERE regexp_matches({name}, '^\\s*0\\d')) FROM data",
+        [AMOUNT_TEXT],
+    ).fetchone()
+    if row is None or not row[0] or row[0] != row[1] or row[3]:
+        return None  # not all amounts, or codes with leading zeros (`01234`): text
+    symbols = set(row[2] or "")
+    connection.execute(
+        f"ALTER TABLE data ALTER {name} TYPE DOUBLE USING "
+        f"CAST(nullif(regexp_replace({name}, '[^0-9.\\-]', '', 'g'), '') AS DOUBLE)"
+    )
+    return CURRENCY_SYMBOLS.get(symbols.pop(), "") if len(symbols) == 1 else ""
+
+
+def month_number(value: object) -> int | None:
+    """1-12 for a month's name or its first three letters, else None."""
+    text = str(value).strip().lower().rstrip(".")
+    return next((n for n, m in enumerate(MONTHS, start=1) if len(text) >= 3 and m.startswith(text)), None)
 
 
 def _kind(connection: DuckDBPyConnection, column: str, sql_type: str) -> str:
@@ -160,6 +195,8 @@ def _kind(connection: DuckDBPyConnection, column: str, sql_type: str) -> str:
     present = [v for v in values if v not in ("None", "")]
     if present and all(PERIOD_TEXT.match(v.strip()) for v in present) and PERIOD_NAME.search(column):
         return "period"
+    if len(present) >= 2 and all(month_number(v) for v in present):
+        return "period"  # month names, ordered by the calendar (`_series`)
     return "text"
 
 
@@ -284,6 +321,8 @@ def _series(dataset: Dataset, plan: AnalysisPlan) -> ResultTable:
         f"SELECT {key} AS period, {aggregates} FROM data WHERE {_quote(plan.period)} IS NOT NULL "
         "GROUP BY period ORDER BY period"
     ).fetchall()
+    if rows and all(month_number(r[0]) for r in rows):
+        rows.sort(key=lambda r: month_number(r[0]) or 0)
     out = []
     previous: float | None = None
     for row in rows:

@@ -67,7 +67,8 @@ def describe(analysis: Analysis, question: str) -> None:
     """Fill the analysis's findings and answer from its results."""
     plan = analysis.plan
     first = plan.measures[0]
-    unit = unit_of(first.column)
+    units = {c.name: c.unit or unit_of(c.name) for c in analysis.dataset.columns}
+    unit = units.get(first.column, "")
     measure = first.column if first.aggregate == "sum" else f"average {first.column}"
     findings: list[str] = []
     leads: list[tuple[int, str]] = []
@@ -75,7 +76,7 @@ def describe(analysis: Analysis, question: str) -> None:
         if table.kind == "totals":
             row = table.rows[0]
             parts = [
-                f"{number(v, unit_of(m.column))} {m.column}" + ("" if m.aggregate == "sum" else " on average")
+                f"{number(v, units.get(m.column, ''))} {m.column}" + ("" if m.aggregate == "sum" else " on average")
                 for m, v in zip(plan.measures, row[1:], strict=True)
             ]
             findings.append(f"{analysis.source} has {number(row[0])} rows: {', '.join(parts)} in all.")

@@ -18,11 +18,12 @@ MAX_DIMENSIONS = 3
 @dataclass(frozen=True)
 class Column:
     """A column as the engine sees it: `kind` is number, text, date or period (text that names a period,
-    e.g. `2025-03`); `distinct` is how many values it holds."""
+    e.g. `2025-03` or `March`); `distinct` is how many values it holds."""
 
     name: str
     kind: str
     distinct: int
+    unit: str = ""  # the currency its cells were written in (`$1,200.50`), when they were
 
 
 class Measure(BaseModel):
