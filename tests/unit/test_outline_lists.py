@@ -166,3 +166,11 @@ def test_a_long_request_gives_a_whole_phrase_not_a_clause_cut_short(prompt, titl
 def test_a_memo_is_addressed_as_the_request_says(prompt, audience, sender):
     outline = read_request(prompt)
     assert (outline.audience, outline.sender) == (audience, sender)
+
+
+def test_a_long_request_of_many_parties_is_read_without_backtracking_through_them():
+    # Given a memo request naming a thousand parties and ending in words no party pattern takes
+    prompt = "Write a memo to " + ", ".join(["the x y z w"] * 1000) + " qqq zzz"
+    # When / Then it is read at once (a pattern that tried every way to split it would not finish)
+    assert read_request(prompt).audience.startswith("The x y z w")
+    assert len(title_for(prompt)) <= 80

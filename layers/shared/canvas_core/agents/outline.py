@@ -149,9 +149,11 @@ def _listed_lines(prompt: str) -> list[str]:
 
 
 _MEMO = r"\b(?:memo(?:randum)?|note|briefing|email|e-mail|letter)\b"
-_PARTY = r"(?:the\s+)?[\w&'.-]+(?:\s+[\w&'.-]+){0,4}?"
-# Several parties: "the team, the managers and the directors".
-_PARTIES = rf"{_PARTY}(?:\s*,\s*{_PARTY})*(?:\s*,?\s+(?:and|&)\s+{_PARTY})?"
+# A party: up to six words ("the head of sales"); each word one way only, so a failed match cannot backtrack
+# through the ways of splitting a long text into parties.
+_PARTY = r"[\w&'.-]+(?:\s+[\w&'.-]+){0,5}?"
+# Several parties: "the team, the managers and the directors" (at most eight).
+_PARTIES = rf"{_PARTY}(?:\s*,\s*{_PARTY}){{0,7}}(?:\s*,?\s+(?:and|&)\s+{_PARTY})?"
 # The participles that open what a memo does for its audience ("to all staff announcing the new policy").
 _MEMO_VERBS = (
     r"(?:explaining|summari[sz]ing|outlining|asking|requesting|recommending|proposing|urging|announcing|informing|"
