@@ -1,7 +1,9 @@
-"""The skeleton of a deliverable, read from the request: its parts (the prompt's subtasks, else the items it
-names: "on running costs, installation and emissions", "for venue, catering, music and flowers"), how many
+"""The skeleton of a deliverable, read from the request: its parts (its bulleted or numbered lines, else the
+prompt's subtasks, else the items it names however it lists them: "on running costs, installation and
+emissions", "budget: venue, catering, music, flowers", "including solar, wind as well as hydro"), how many
 slides or sections it asks for ("five slides"), what it compares ("heat pumps and gas boilers"), whom a memo
-is for ("to the harbour team"), and a title that is not the prompt cut short.
+is for and from ("to the harbour team", "from the CFO"), and a title that is a whole phrase of the request,
+never the prompt cut short (`title_for`, `shorten`).
 
 The Planner writes the outline into the deliverable's instructions (`outline_text` in prompt_format.py); the
 deliverable block reads it back (`outline_in`), asks its writer for one section, slide or row group per item,
