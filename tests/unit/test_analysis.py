@@ -52,7 +52,7 @@ def as_csv(rows: list[dict]) -> bytes:
 
 
 def totals_by(rows: list[dict], key: str, measure: str) -> dict[str, float]:
-    found: dict[str, float] = defaultdict(float)
+    found: dict[str, float] = defaultdict(int)
     for row in rows:
         found[row[key]] += row[measure]
     return dict(found)
@@ -244,3 +244,38 @@ def test_month_names_are_a_period_in_calendar_order():
     assert analysis is not None and analysis.plan.period == "month"
     [series] = [r for r in analysis.results if r.kind == "series"]
     assert [(r[0], r[1]) for r in series.rows] == [("January", 9), ("February", 1), ("March", 5), ("Dec", 4)]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        (
+            "Which store sold the least?",
+            lambda by_store, by_month, whole: f"{min(by_store, key=by_store.get)} had the lowest",
+        ),
+        (
+            "In which month were net sales lowest?",
+            lambda by_store, by_month, whole: (
+                f"{min(by_month, key=by_month.get)} had the lowest net_sales_usd by month"
+            ),
+        ),
+        (
+            "What were total net sales?",
+            lambda by_store, by_month, whole: f"In all (400 rows of orders.csv): net_sales_usd {whole:,} USD",
+        ),
+        (
+            "How did net sales change over time?",
+            lambda by_store, by_month, whole: f"from {min(by_month)} to {max(by_month)}",
+        ),
+    ],
+)
+def test_the_answer_is_what_the_question_asks_for(question, expected):
+    rows = orders()
+    [dataset] = load_file("orders.csv", "csv", as_csv(rows))
+    by_month: dict[str, float] = defaultdict(int)
+    for row in rows:
+        by_month[row["order_date"][:7]] += row["net_sales_usd"]
+    analysis = analyse(dataset, question)
+    assert analysis is not None
+    whole = sum(r["net_sales_usd"] for r in rows)
+    assert expected(totals_by(rows, "store", "net_sales_usd"), dict(by_month), whole) in analysis.answer

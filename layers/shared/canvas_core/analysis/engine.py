@@ -331,10 +331,12 @@ def _series(dataset: Dataset, plan: AnalysisPlan) -> ResultTable:
         out.append([_period_label(row[0], plan.grain), *(_plain(v) for v in row[1:]), growth])
         previous = value
     first = plan.measures[0]
+    grouped = column is not None and column.kind == "date" and plan.grain != "value"
+    period = plan.grain if grouped else plan.period  # `month`, not `order_date`, for its months
     return ResultTable(
-        caption=f"{first.column.capitalize()} per {plan.grain if plan.grain != 'value' else plan.period}",
+        caption=f"{first.column.capitalize()} per {period}",
         kind="series",
-        headers=[plan.period, *(measure_label(m) for m in plan.measures), f"Growth of {first.column}"],
+        headers=[period, *(measure_label(m) for m in plan.measures), f"Growth of {first.column}"],
         rows=out,
         formats=["number"] * len(plan.measures) + ["percent"],
     )

@@ -44,13 +44,14 @@ def unit_of(column: str) -> str:
 
 
 def number(value: Any, unit: str = "") -> str:
-    """A figure as a reader sees it: thousands separated, two decimals unless whole, its unit after it."""
+    """A figure as a reader sees it: thousands separated, its unit after it; two decimals for a float (the sums
+    and averages of a column of decimals, whole or not: a column of whole numbers sums to an int)."""
     if value is None:
         return "n/a"
-    if isinstance(value, float) and not value.is_integer():
+    if isinstance(value, float):
         text = f"{value:,.2f}"
-    elif isinstance(value, int | float):
-        text = f"{int(value):,}"
+    elif isinstance(value, int):
+        text = f"{value:,}"
     else:
         text = str(value)
     return f"{text} {unit}" if unit else text
@@ -71,7 +72,6 @@ def describe(analysis: Analysis, question: str) -> None:
     unit = units.get(first.column, "")
     measure = first.column if first.aggregate == "sum" else f"average {first.column}"
     findings: list[str] = []
-    leads: list[tuple[int, str]] = []
     for table in analysis.results:
         if table.kind == "totals":
             row = table.rows[0]
@@ -93,7 +93,6 @@ def describe(analysis: Analysis, question: str) -> None:
                 if share:
                     sentence += f" ({percent(bottom[-1])})"
             findings.append(sentence + f" ({len(table.rows)} {dimension} values).")
-            leads.append((named_at(question, dimension) or 10_000, top_text + "."))
         elif table.kind == "cross" and table.rows:
             top = table.rows[0]
             pair = ", ".join(str(v) for v in top[: table.labels])
@@ -112,8 +111,74 @@ def describe(analysis: Analysis, question: str) -> None:
                 f"bottom {len(bottoms)}: {', '.join(bottoms)}."
             )
     analysis.findings = findings + analysis.notes
-    leads.sort(key=lambda lead: lead[0])
-    analysis.answer = " ".join(text for _, text in leads) or (findings[0] if findings else "")
+    analysis.answer = _answer(analysis, question, measure, unit) or (findings[0] if findings else "")
+
+
+LOW = re.compile(r"\b(lowest|least|worst|bottom|smallest|fewest|weakest|minimum|poorest|slowest)\b", re.IGNORECASE)
+TOTAL = re.compile(r"\b(total|overall|in all|altogether|sum|how much|how many)\b", re.IGNORECASE)
+TIME = re.compile(
+    r"\b(when|monthly|months?|weekly|weeks?|quarterly|quarters?|yearly|annual|years?|daily|days?|period|trend|"
+    r"over time|grow|grew|growth)\b",
+    re.IGNORECASE,
+)
+TREND = re.compile(r"\b(trend|over time|grow|grew|growth|change|changed|rise|rose|fall|fell)\b", re.IGNORECASE)
+
+
+def _answer(analysis: Analysis, question: str, measure: str, unit: str) -> str:
+    """The answer to the question: for each breakdown or period it names (in the order it names them; every
+    breakdown when it names none), the highest (the lowest, when it asks for that) with its number and share;
+    the change over the periods when it asks about a trend; the totals first when it asks for a total."""
+    low = bool(LOW.search(question))
+    candidates: list[tuple[int | None, str]] = []
+    for table in analysis.results:
+        if table.kind == "breakdown" and table.rows:
+            candidates.append((named_at(question, table.headers[0]), _extreme(table, measure, unit, low)))
+        elif table.kind == "series" and len(table.rows) >= 2:
+            at = named_at(question, table.headers[0])
+            time = TIME.search(question)
+            if at is None and time is not None:
+                at = len(re.findall(r"\w+", question[: time.start()]))
+            text = (
+                _series_sentence(table, measure, unit)
+                if TREND.search(question)
+                else _extreme(table, measure, unit, low)
+            )
+            candidates.append((at, text))
+    named = sorted((at, text) for at, text in candidates if at is not None)
+    chosen = [text for _, text in named] or [
+        text for (_, text), table in zip(candidates, _answerable(analysis), strict=True) if table.kind == "breakdown"
+    ]
+    if TOTAL.search(question) and not named:
+        totals = next((r for r in analysis.results if r.kind == "totals"), None)
+        if totals is not None:
+            chosen.insert(0, _totals_sentence(analysis, totals))
+    return " ".join(chosen)
+
+
+def _answerable(analysis: Analysis) -> list[ResultTable]:
+    return [
+        t for t in analysis.results if (t.kind == "breakdown" and t.rows) or (t.kind == "series" and len(t.rows) >= 2)
+    ]
+
+
+def _extreme(table: ResultTable, measure: str, unit: str, low: bool) -> str:
+    """`South had the highest revenue by region: 61,240, 37 % of the total.` (or the lowest)."""
+    row = table.rows[-1] if low else table.rows[0]
+    if table.kind == "series":
+        row = (min if low else max)((r for r in table.rows if r[1] is not None), key=lambda r: r[1])
+    text = f"{row[0]} had the {'lowest' if low else 'highest'} {measure} by {table.headers[0]}: {number(row[1], unit)}"
+    if table.kind == "breakdown" and table.headers[-1].startswith("Share of "):
+        text += f", {percent(row[-1])} of the total"
+    return text + "."
+
+
+def _totals_sentence(analysis: Analysis, totals: ResultTable) -> str:
+    units = {c.name: c.unit or unit_of(c.name) for c in analysis.dataset.columns}
+    parts = [
+        f"{m.column} {number(v, units.get(m.column, ''))}" + ("" if m.aggregate == "sum" else " on average")
+        for m, v in zip(analysis.plan.measures, totals.rows[0][1:], strict=True)
+    ]
+    return f"In all ({number(totals.rows[0][0])} rows of {analysis.source}): {', '.join(parts)}."
 
 
 def _series_sentence(table: ResultTable, measure: str, unit: str) -> str:

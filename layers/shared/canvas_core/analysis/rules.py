@@ -19,11 +19,10 @@ from canvas_core.render.structure import adds_up, is_identifier
 
 MAX_CATEGORIES = 200  # a text column with more values labels rows rather than grouping them
 AUTO_CATEGORIES = 30  # unnamed dimensions are taken only when this small
-MONEY_OR_QUANTITY = re.compile(
-    r"\b(revenue|sales|turnover|income|amount|value|total|profit|margin|cost|costs|spend|price|units|quantity|qty|"
-    r"volume|count|orders|visits|hours)\b",
-    re.IGNORECASE,
-)
+# What a question about "the best" is most likely about when it names no measure: money first, then quantities.
+MONEY = re.compile(r"\b(revenue|sale|turnover|income|amount|value|total|profit|margin|spend|cost)\b", re.IGNORECASE)
+QUANTITY = re.compile(r"\b(unit|quantity|qty|volume|count|order|visit|hour)\b", re.IGNORECASE)
+SYNONYMS = {"sold": "sale", "sell": "sale", "selling": "sale", "sells": "sale", "earned": "revenue"}
 AVERAGE = re.compile(r"\b(average|avg|mean|typical)\b", re.IGNORECASE)
 GRAINS: list[tuple[Grain, re.Pattern[str]]] = [
     ("day", re.compile(r"\b(daily|per day|by day|each day)\b", re.IGNORECASE)),
@@ -38,7 +37,8 @@ RANK = re.compile(r"\b(?:top|bottom|best|worst|first|last|leading)\s+(\d{1,2})\b
 def words(text: str) -> list[str]:
     """The words of a text or a column name (`unit_price`, `unitPrice` -> unit, price), singular."""
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
-    return [_singular(w) for w in re.findall(r"[a-z0-9]+", spaced.lower())]
+    found = [_singular(w) for w in re.findall(r"[a-z0-9]+", spaced.lower())]
+    return [SYNONYMS.get(w, w) for w in found]
 
 
 def _singular(word: str) -> str:
@@ -79,8 +79,10 @@ def plan_by_rules(prompt: str, columns: list[Column]) -> AnalysisPlan | None:
     named = sorted((p, c.name) for c in candidates if (p := named_at(prompt, c.name)) is not None)
     order = [name for _, name in named]
     if not order:
-        money = [c.name for c in candidates if MONEY_OR_QUANTITY.search(" ".join(words(c.name)))]
-        order = money[:1] or [next((c.name for c in candidates if adds_up(c.name)), candidates[0].name)]
+        money = [c.name for c in candidates if MONEY.search(" ".join(words(c.name)))]
+        quantity = [c.name for c in candidates if QUANTITY.search(" ".join(words(c.name)))]
+        first_summable = next((c.name for c in candidates if adds_up(c.name)), candidates[0].name)
+        order = (money or quantity or [first_summable])[:1]
     # The other measures too: summed when they add up, averaged when they do not (hours per ticket, a price).
     rest = [c.name for c in candidates if c.name not in order]
     average = bool(AVERAGE.search(prompt))
