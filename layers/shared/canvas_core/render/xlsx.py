@@ -94,7 +94,7 @@ class _Bulk:
 
 def render_workbook(spec: WorkbookSpec) -> bytes:
     book = Workbook(write_only=True)
-    book.properties.title = spec.title
+    book.properties.title = one_line(spec.title, MAX_PROPERTY_CHARS)
     book.properties.creator = "Canvas Run Service"
     names: set[str] = set()
     cached: Cached = {}
