@@ -83,4 +83,4 @@ def test_the_portals_tables_scroll_within_their_cards():
     css = re.sub(r"/\*.*?\*/", "", asset("portal.css")[0].decode(), flags=re.S)
     page = asset("portal.html")[0].decode()
     assert re.search(r"\.table-wrap\s*\{[^}]*overflow-x:\s*auto", css)
-    assert page.count("<table>") == page.count('<div class="table-wrap"><table>') == 4
+    assert page.count("<table>") == len(re.findall(r'<div class="table-wrap"[^>]*><table>', page)) == 4
