@@ -279,3 +279,22 @@ def test_the_answer_is_what_the_question_asks_for(question, expected):
     assert analysis is not None
     whole = sum(r["net_sales_usd"] for r in rows)
     assert expected(totals_by(rows, "store", "net_sales_usd"), dict(by_month), whole) in analysis.answer
+
+
+def test_a_table_with_nothing_to_add_up_counts_the_rows_of_each_group():
+    # Given a log of tickets: no column of numbers
+    rnd = random.Random(5)
+    tickets = [[f"2024-0{rnd.randint(1, 3)}-1{rnd.randint(0, 9)}", rnd.choice(["Billing", "Login", "Shipping"])]
+               for _ in range(50)]  # fmt: skip
+    dataset = load_rows("tickets", ["opened", "category"], tickets)
+    # When
+    analysis = analyse(dataset, "Which category has the most tickets?")
+    # Then each category's number of rows, with its share, answers it
+    counts: dict[str, int] = defaultdict(int)
+    for _, category in tickets:
+        counts[category] += 1
+    top = max(counts, key=lambda k: counts[k])
+    assert analysis is not None and analysis.plan.measures == [Measure(column="rows", aggregate="count")]
+    assert analysis.answer == (
+        f"{top} had the highest number of rows by category: {counts[top]}, {percent(counts[top] / 50)} of the total."
+    )

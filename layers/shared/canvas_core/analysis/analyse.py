@@ -38,7 +38,6 @@ def _groups_rows(dataset: Dataset, plan: AnalysisPlan) -> bool:
 
 
 def _worth_planning(dataset: Dataset) -> bool:
-    """Whether the table has a number to measure and a column that could group rows (before a model is asked)."""
-    measures = any(c.kind == "number" for c in dataset.columns)
-    groups = any(c.kind != "number" and 2 <= c.distinct < dataset.rows for c in dataset.columns)
-    return measures and groups
+    """Whether the table has a column that could group rows (before a model is asked); without a number to
+    measure, the groups' number of rows is the measure."""
+    return any(c.kind != "number" and 2 <= c.distinct < dataset.rows for c in dataset.columns)

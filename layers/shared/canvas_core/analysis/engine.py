@@ -261,12 +261,14 @@ def run_plan(dataset: Dataset, plan: AnalysisPlan) -> list[ResultTable]:
 
 
 def _aggregate(measure: Measure) -> str:
+    if measure.aggregate == "count":
+        return "count(*)"
     function = "sum" if measure.aggregate == "sum" else "avg"
     return f"{function}({_quote(measure.column)})"
 
 
 def measure_label(measure: Measure) -> str:
-    return measure.column if measure.aggregate == "sum" else f"{measure.column} (average)"
+    return measure.column if measure.adds_up else f"{measure.column} (average)"
 
 
 def _totals(dataset: Dataset, measures: list[Measure]) -> ResultTable:
@@ -289,7 +291,7 @@ def _breakdown(dataset: Dataset, measures: list[Measure], dimensions: list[str])
     share of that measure's total when the measure adds up."""
     keys = ", ".join(_quote(d) for d in dimensions)
     first = measures[0]
-    share = first.aggregate == "sum"
+    share = first.adds_up
     share_sql = f", {_aggregate(first)} / nullif(sum({_aggregate(first)}) OVER (), 0)" if share else ""
     rows = dataset.connection.execute(
         f"SELECT {keys}, {', '.join(_aggregate(m) for m in measures)}{share_sql} FROM data "

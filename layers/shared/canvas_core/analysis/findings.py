@@ -70,16 +70,19 @@ def describe(analysis: Analysis, question: str) -> None:
     first = plan.measures[0]
     units = {c.name: c.unit or unit_of(c.name) for c in analysis.dataset.columns}
     unit = units.get(first.column, "")
-    measure = first.column if first.aggregate == "sum" else f"average {first.column}"
+    measure = {"sum": first.column, "avg": f"average {first.column}", "count": "number of rows"}[first.aggregate]
     findings: list[str] = []
     for table in analysis.results:
         if table.kind == "totals":
             row = table.rows[0]
             parts = [
-                f"{number(v, units.get(m.column, ''))} {m.column}" + ("" if m.aggregate == "sum" else " on average")
+                f"{number(v, units.get(m.column, ''))} {m.column}" + ("" if m.adds_up else " on average")
                 for m, v in zip(plan.measures, row[1:], strict=True)
+                if m.aggregate != "count"
             ]
-            findings.append(f"{analysis.source} has {number(row[0])} rows: {', '.join(parts)} in all.")
+            findings.append(
+                f"{analysis.source} has {number(row[0])} rows" + (f": {', '.join(parts)} in all." if parts else ".")
+            )
         elif table.kind == "breakdown" and table.rows:
             dimension = table.headers[0]
             top, bottom = table.rows[0], table.rows[-1]
@@ -98,8 +101,7 @@ def describe(analysis: Analysis, question: str) -> None:
             pair = ", ".join(str(v) for v in top[: table.labels])
             findings.append(
                 f"The largest {' and '.join(table.headers[: table.labels])} combination is {pair}: "
-                f"{number(top[table.labels], unit)}"
-                + (f", {percent(top[-1])} of the total." if first.aggregate == "sum" else ".")
+                f"{number(top[table.labels], unit)}" + (f", {percent(top[-1])} of the total." if first.adds_up else ".")
             )
         elif table.kind == "series" and len(table.rows) >= 2:
             findings.append(_series_sentence(table, measure, unit))
@@ -175,8 +177,9 @@ def _extreme(table: ResultTable, measure: str, unit: str, low: bool) -> str:
 def _totals_sentence(analysis: Analysis, totals: ResultTable) -> str:
     units = {c.name: c.unit or unit_of(c.name) for c in analysis.dataset.columns}
     parts = [
-        f"{m.column} {number(v, units.get(m.column, ''))}" + ("" if m.aggregate == "sum" else " on average")
+        f"{m.column} {number(v, units.get(m.column, ''))}" + ("" if m.adds_up else " on average")
         for m, v in zip(analysis.plan.measures, totals.rows[0][1:], strict=True)
+        if m.aggregate != "count"
     ]
     return f"In all ({number(totals.rows[0][0])} rows of {analysis.source}): {', '.join(parts)}."
 

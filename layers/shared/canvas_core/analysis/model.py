@@ -18,7 +18,8 @@ from canvas_core.analysis.rules import plan_by_rules
 
 ASK = (
     "Choose the analysis of the table below that answers the request. Answer with one JSON object and nothing "
-    'else: {"measures": [{"column": <a number column>, "aggregate": "sum" or "avg"}], "dimensions": [<text '
+    'else: {"measures": [{"column": <a number column>, "aggregate": "sum" or "avg"}, or {"column": "rows", '
+    '"aggregate": "count"} to count the rows of each group], "dimensions": [<text '
     'columns to break the measures down by>], "period": <a date or period column, or null>, "grain": "day", '
     '"week", "month", "quarter", "year" or "value", "top_n": <how many to rank>, "cross": <true to also break '
     "the first measure down by the first two dimensions together>}. The first measure is the one the request is "

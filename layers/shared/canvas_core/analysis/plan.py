@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Aggregate = Literal["sum", "avg"]
+Aggregate = Literal["sum", "avg", "count"]
+ROWS = "rows"  # the measure of a table with nothing to add up: how many rows each group has (`count`)
 Grain = Literal["day", "week", "month", "quarter", "year", "value"]
 MAX_MEASURES = 4
 MAX_DIMENSIONS = 3
@@ -29,6 +30,11 @@ class Column:
 class Measure(BaseModel):
     column: str = Field(min_length=1)
     aggregate: Aggregate = "sum"
+
+    @property
+    def adds_up(self) -> bool:
+        """Whether the groups' figures add up to the whole (sums and counts, not averages)."""
+        return self.aggregate != "avg"
 
 
 class AnalysisPlan(BaseModel):
@@ -50,6 +56,8 @@ def check_plan(plan: AnalysisPlan, columns: list[Column]) -> list[str]:
     problems = []
     for measure in plan.measures:
         column = by_name.get(measure.column)
+        if measure.aggregate == "count":
+            continue  # counts rows, whatever column it names
         if column is None:
             problems.append(f"measure {measure.column!r} is not a column")
         elif column.kind != "number":

@@ -1,6 +1,7 @@
 """The plan chosen without a model: from the prompt's words and the table's columns.
 
-- Measures are the number columns that measure (not ids, codes or years): those the prompt names first, in
+- Measures are the number columns that measure (not ids, codes or years; without any, the groups' number of
+  rows): those the prompt names first, in
   the order it names them, else one that reads as money or quantity; each summed when its name says it adds
   up (revenue, units), else averaged (price, rate, score), and averaged when the prompt asks for an average.
 - Dimensions are the text columns with a handful of values: those the prompt names, else up to two with the
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from canvas_core.analysis.plan import MAX_DIMENSIONS, MAX_MEASURES, AnalysisPlan, Column, Grain, Measure
+from canvas_core.analysis.plan import MAX_DIMENSIONS, MAX_MEASURES, ROWS, AnalysisPlan, Column, Grain, Measure
 from canvas_core.render.structure import adds_up, is_identifier
 
 MAX_CATEGORIES = 200  # a text column with more values labels rows rather than grouping them
@@ -72,10 +73,11 @@ def named_at(prompt: str, column: str) -> int | None:
 
 
 def plan_by_rules(prompt: str, columns: list[Column]) -> AnalysisPlan | None:
-    """The plan the prompt's words and the columns suggest; None when the table has nothing to measure."""
+    """The plan the prompt's words and the columns suggest (counting rows when no column holds numbers)."""
     candidates = [c for c in columns if c.kind == "number" and not is_identifier(c.name)]
     if not candidates:
-        return None
+        # Nothing to add up (a log of tickets, of visits): each group's number of rows is the measure.
+        return _plan(prompt, columns, [Measure(column=ROWS, aggregate="count")])
     named = sorted((p, c.name) for c in candidates if (p := named_at(prompt, c.name)) is not None)
     order = [name for _, name in named]
     if not order:
@@ -90,6 +92,11 @@ def plan_by_rules(prompt: str, columns: list[Column]) -> AnalysisPlan | None:
         Measure(column=name, aggregate="sum" if adds_up(name) and not (average and name in order) else "avg")
         for name in [*order, *rest][:MAX_MEASURES]
     ]
+    return _plan(prompt, columns, measures)
+
+
+def _plan(prompt: str, columns: list[Column], measures: list[Measure]) -> AnalysisPlan:
+    """The plan for these measures: the dimensions, period, grain and ranking the prompt and columns give."""
     period = _period(prompt, columns)
     categories = [
         c for c in columns if c.kind in ("text", "period") and 2 <= c.distinct <= MAX_CATEGORIES and c.name != period

@@ -84,7 +84,7 @@ def _load_upload(ctx: BlockContext, upload: Upload) -> list[Dataset]:
 def as_table(result: ResultTable, analysis: Analysis, exact: bool = False) -> Table:
     """A result table with its figures written as a reader reads them (thousands separated, shares as %), or
     `exact`, as the engine computed them (a workbook formats them itself)."""
-    summed = {m.column for m in analysis.plan.measures if m.aggregate == "sum"}
+    summed = {m.column for m in analysis.plan.measures if m.adds_up}
     totals = [
         c
         for c in range(result.labels, len(result.headers))
