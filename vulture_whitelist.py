@@ -77,6 +77,8 @@ _.gap_width
 _.has_title
 _.minimum_scale
 _.smooth
+_.cat
+_.numFmt
 _.border
 _.quotePrefix
 _.number_format

@@ -68,6 +68,12 @@ def share(part: int, whole: int) -> str:
     return f"{part / whole * 100:.1f}".removesuffix(".0") + " %"
 
 
+def cells(book, reference: str) -> list:
+    """The values of a chart's reference (`'Sheet'!$A$2:$A$5`) in a workbook."""
+    sheet, _, area = reference.rpartition("!")
+    return [row[0].value for row in book[sheet.strip("'")][area.replace("$", "")]]
+
+
 def run(http: httpx.Client, prompt: str, template: str | None, rows: list[dict]) -> dict:
     data = {"prompt": prompt, **({"template": template} if template else {})}
     created = http.post("/v1/run", data=data, files=[("files", ("sales.csv", as_csv(rows), "text/csv"))])
@@ -114,6 +120,21 @@ def test_the_workbook_holds_the_breakdowns_asked_for_and_every_row_with_totals_r
     assert data[0] == HEADERS and len(data) == len(SALES) + 2
     assert data[1:-1] == [[r[h] for h in HEADERS] for r in SALES]
     assert data[-1][0] == "Total" and data[-1][3:] == [sum(r["units"] for r in SALES), whole]
+    # And each result sheet's chart draws each category once with its aggregate, from the sheet's cells
+    charts = {sheet.title: sheet._charts for sheet in formulas.worksheets if sheet._charts}
+    assert set(charts) >= {"Revenue by region", "Revenue by product", "Revenue per month"}
+    for name, [chart] in charts.items():
+        [series] = chart.series
+        categories = cells(book, series.cat.strRef.f)
+        assert len(categories) == len(set(categories)), name
+    region_chart = charts["Revenue by region"][0].series[0]
+    assert list(zip(cells(book, region_chart.cat.strRef.f), cells(book, region_chart.val.numRef.f), strict=True)) == (
+        largest_first(by_region)
+    )
+    month_chart = charts["Revenue per month"][0].series[0]
+    by_month = total_by(SALES, "month")
+    assert cells(book, month_chart.cat.strRef.f) == MONTHS
+    assert cells(book, month_chart.val.numRef.f) == [by_month[m] for m in MONTHS]
     # And the Summary says what the analysis found, with the engine's numbers
     summary = [r[0] for r in book["Summary"].iter_rows(values_only=True)]
     top, value = largest_first(by_region)[0]

@@ -95,7 +95,13 @@ def analysed_workbook(name: str, analyses: list[Analysis]) -> xlsx.WorkbookSpec:
         f"Computed from all {number(a.dataset.rows)} rows of {a.source}; the analysis was chosen by {a.plan.chosen_by}."
         for a in analyses
     ]
-    tables = [as_table(r, a, exact=True) for a in analyses for r in a.results]
+    tables = []
+    for analysis in analyses:
+        for result in analysis.results:
+            table = as_table(result, analysis, exact=True)
+            if result.kind in ("breakdown", "series") and result.labels == 1:
+                table.chart = "bar" if result.kind == "breakdown" else "line"
+            tables.append(table)
     return xlsx.WorkbookSpec(title=name, tables=tables, summary=summary, data=sheets)
 
 

@@ -264,6 +264,8 @@ def _write_table(sheet: Worksheet, table: Table) -> dict[str, float]:
     sheet.append([_header_cell(sheet, h) for h in table.headers])
     for row in typed_rows:
         sheet.append([_value_cell(sheet, t, kinds[c]) for c, t in enumerate(row)])
+    if table.chart in ("bar", "line") and len(table.rows) >= 2:
+        _add_chart(sheet, table)
     summed = summable_columns(table, kinds)
     cached: dict[str, float] = {}
     if summed:
@@ -293,6 +295,29 @@ def _sum(cells: Iterable[Typed]) -> float:
         if t.kind in ("int", "float", "currency", "percent") and isinstance(t.value, int | float):
             total += t.value
     return int(total) if total.is_integer() else round(total, 10)
+
+
+def _add_chart(sheet: Worksheet, table: Table) -> None:
+    """A native chart of a table made to be drawn (`Table.chart`): its first column's labels and its second
+    column's figures (one measure, one axis), as bars from zero or a line, beside the table."""
+    from openpyxl.chart import BarChart, LineChart, Reference
+    from openpyxl.chart.data_source import AxDataSource, StrRef
+
+    chart = LineChart() if table.chart == "line" else BarChart()
+    last = len(table.rows) + 1
+    chart.add_data(Reference(sheet, min_col=2, min_row=1, max_row=last), titles_from_data=True)
+    labels = Reference(sheet, min_col=1, min_row=2, max_row=last)
+    for series in chart.series:
+        series.cat = AxDataSource(strRef=StrRef(f=str(labels)))  # text labels, not numbers
+        series.smooth = False  # a line between the periods' figures, not a curve through them
+    chart.title = plain(table.caption)
+    chart.legend = None
+    chart.width, chart.height = 20, 10
+    chart.y_axis.numFmt = "#,##0"
+    chart.x_axis.delete = chart.y_axis.delete = False  # openpyxl 3.1 hides both axes otherwise
+    if table.chart == "bar":
+        chart.y_axis.scaling.min = 0
+    sheet.add_chart(chart, f"{get_column_letter(len(table.headers) + 2)}2")
 
 
 def _total_format(cells: list[Typed]) -> str:
