@@ -15,7 +15,7 @@ import pytest
 from openpyxl import load_workbook
 
 from canvas_core.analysis.analyse import analyse
-from canvas_core.analysis.engine import AnalysisError, load_file, load_rows
+from canvas_core.analysis.engine import AnalysisError, load_file, load_rows, run_plan
 from canvas_core.analysis.findings import number, percent
 from canvas_core.analysis.plan import AnalysisPlan, Measure, check_plan
 from canvas_core.analysis.rules import plan_by_rules
@@ -298,3 +298,12 @@ def test_a_table_with_nothing_to_add_up_counts_the_rows_of_each_group():
     assert analysis.answer == (
         f"{top} had the highest number of rows by category: {counts[top]}, {percent(counts[top] / 50)} of the total."
     )
+
+
+def test_a_query_the_engine_refuses_is_an_analysis_error_with_the_reason():
+    [dataset] = load_file("orders.csv", "csv", as_csv(orders()))
+    plan = plan_by_rules("net sales by store", dataset.columns)
+    assert plan is not None
+    dataset.connection.close()  # the engine refuses every query from here
+    with pytest.raises(AnalysisError, match=r"^orders\.csv could not be analysed: "):
+        run_plan(dataset, plan)

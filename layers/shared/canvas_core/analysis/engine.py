@@ -245,7 +245,17 @@ def _quote(identifier: str) -> str:
 def run_plan(dataset: Dataset, plan: AnalysisPlan) -> list[ResultTable]:
     """The result tables of a checked plan: totals, then per dimension a breakdown (its shares of the first
     measure's total), the cross breakdown, the series per period (with growth on the one before), and the top and
-    bottom N of the first dimension."""
+    bottom N of the first dimension. AnalysisError when the engine refuses a query (the plan was checked, so
+    this is a table the engine reads but cannot compute over)."""
+    import duckdb
+
+    try:
+        return _results(dataset, plan)
+    except duckdb.Error as exc:
+        raise AnalysisError(f"{dataset.name} could not be analysed: {str(exc).splitlines()[0]}") from exc
+
+
+def _results(dataset: Dataset, plan: AnalysisPlan) -> list[ResultTable]:
     results = [_totals(dataset, plan.measures)]
     for dimension in plan.dimensions:
         results.append(_breakdown(dataset, plan.measures, [dimension]))

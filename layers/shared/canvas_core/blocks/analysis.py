@@ -36,7 +36,10 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
 
     found = []
     for dataset in _datasets(ctx)[:MAX_DATASETS]:
-        analysis = analyse(dataset, request, complete)
+        try:
+            analysis = analyse(dataset, request, complete)
+        except AnalysisError:
+            continue  # a table the engine cannot compute over is shown as it is, as before the analysis
         if analysis is not None:
             found.append(analysis)
     return found
