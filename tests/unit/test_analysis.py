@@ -307,3 +307,18 @@ def test_a_query_the_engine_refuses_is_an_analysis_error_with_the_reason():
     dataset.connection.close()  # the engine refuses every query from here
     with pytest.raises(AnalysisError, match=r"^orders\.csv could not be analysed: "):
         run_plan(dataset, plan)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "asked"),
+    [
+        ("Which store did best?", True),
+        ("net sales by store", True),
+        ("Summarise the orders", True),
+        ("Write a friendly note to the team about the new coffee machine", False),
+    ],
+)
+def test_whether_a_request_asks_about_the_table(request_text, asked):
+    [dataset] = load_file("orders.csv", "csv", as_csv(orders()))
+    analysis = analyse(dataset, request_text)
+    assert analysis is not None and analysis.asked is asked

@@ -24,6 +24,7 @@ class Analysis:
     plan: AnalysisPlan
     results: list[ResultTable]
     answer: str = ""
+    asked: bool = False  # whether the request asks about the table (names a column, or asks what it shows)
     findings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was cut or refused, said where the reader sees it
 
@@ -114,6 +115,19 @@ def describe(analysis: Analysis, question: str) -> None:
             )
     analysis.findings = findings + analysis.notes
     analysis.answer = _answer(analysis, question, measure, unit) or (findings[0] if findings else "")
+    analysis.asked = bool(ASKS.search(question)) or any(
+        named_at(question, c.name) is not None for c in analysis.dataset.columns
+    )
+
+
+# Words of a request about what a table shows (a request naming none of its columns may not be about it).
+ASKS = re.compile(
+    r"\b(best|worst|most|least|highest|lowest|top|bottom|total|totals|sum|average|mean|median|trend|grow|grew|"
+    r"growth|change|compare|comparison|share|percent|percentage|how many|how much|which|rank|ranking|breakdown|"
+    r"by|per|monthly|quarterly|yearly|weekly|daily|summari[sz]e|summary|analy[sz]e|analysis|insights?|figures|"
+    r"numbers|statistics|performance|performed|perform|did)\b",
+    re.IGNORECASE,
+)
 
 
 LOW = re.compile(r"\b(lowest|least|worst|bottom|smallest|fewest|weakest|minimum|poorest|slowest)\b", re.IGNORECASE)

@@ -249,12 +249,13 @@ def with_analyses(
 
 
 def answer_lead(analyses: list[Analysis], sources: list[Source]) -> str:
-    """The answer the engine computed, citing the table's source: what the run's answer starts with."""
+    """The answer the engine computed, citing the table's source: what the run's answer starts with, when the
+    request asks about the table (a request about something else gets the findings as material only)."""
     numbers = {s.file_name: n for n, s in reversed(list(enumerate(sources, start=1))) if s.file_name}
     leads = []
     for analysis in analyses:
         number_of = numbers.get(analysis.source.split(", sheet ")[0])
-        if analysis.answer:
+        if analysis.answer and analysis.asked:
             leads.append(_cited(analysis.answer, f" [{number_of}]" if number_of else ""))
     return " ".join(leads)
 
