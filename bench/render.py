@@ -17,6 +17,7 @@ from canvas_core.render.structure import BulletList, Deliverable, Paragraph, Ref
 from canvas_core.tables import Table, typed_value
 
 SAMPLES = 3
+DECK_SLIDES = 20
 PARAGRAPH = (
     "Tidal range depends on the shape of the coast and the basin behind it: funnel-shaped bays amplify the "
     "incoming wave, while open coasts see far less [1]. Local resonance matters as much as the Moon [2]."
@@ -91,15 +92,17 @@ def main() -> None:
 
     document = report()
     slides = deck()
-    assert len(pptx.plan_slides(slides)) + 1 == 20
+    # A deck asked for 20 slides (one nobody gave a length keeps to 15).
+    assert len(pptx.plan_slides(slides, max_slides=DECK_SLIDES - 1)) + 1 == DECK_SLIDES
     workbook = xlsx.WorkbookSpec("Stations", [_table(10_000, "Stations")], [Reference("Source", "https://example.org")])
     docx_bytes, pptx_bytes, xlsx_bytes = (
         docx.render_report(document),
-        pptx.render_deck(slides),
+        pptx.render_deck(slides, max_slides=DECK_SLIDES - 1),
         xlsx.render_workbook(workbook),
     )
     print(f"render_docx_30_sections_s {median_seconds(lambda: docx.render_report(document)):.3f}")
-    print(f"render_pptx_20_slides_s {median_seconds(lambda: pptx.render_deck(slides)):.3f}")
+    render_pptx = median_seconds(lambda: pptx.render_deck(slides, max_slides=DECK_SLIDES - 1))
+    print(f"render_pptx_20_slides_s {render_pptx:.3f}")
     print(f"render_xlsx_10000_rows_s {median_seconds(lambda: _cold(xlsx.render_workbook, workbook)):.3f}")
     print(f"check_docx_30_sections_s {median_seconds(lambda: docx.check_docx(docx_bytes)):.3f}")
     print(f"check_pptx_20_slides_s {median_seconds(lambda: pptx.check_pptx(pptx_bytes)):.3f}")
