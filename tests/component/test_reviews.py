@@ -117,3 +117,31 @@ def test_a_run_cancelled_while_it_is_planned_never_starts_its_blocks(aws, functi
     assert nodes
     assert {(n.status, n.error) for n in nodes} == {(NodeStatus.ERROR, CANCELLED)}
     assert get_run(function, context, api_key, created["run_id"])["status"] == "failed"
+
+
+def test_of_two_cancels_at_once_one_ends_the_run_and_the_other_finds_it_ended(aws, function, context, monkeypatch):
+    # Given a planned run, and a second cancel of it that ends it after the first has found it running
+    account_id, api_key = create_account_with_key(credits=5000)
+    created = start_run(function, context, api_key, {"prompt": "Explain how tides form"})
+    first_block(function, context, account_id, created)
+    real_get_run = Store.get_run
+    answers: list = []
+    raced: list = []
+
+    def cancelled_meanwhile(self, run_id, consistent=False):
+        found = real_get_run(self, run_id, consistent)
+        if not raced and consistent:
+            raced.append(run_id)
+            answers.append(cancel_run(created["run_id"], account_id))
+        return found
+
+    monkeypatch.setattr(Store, "get_run", cancelled_meanwhile)
+
+    # When the first cancel goes on
+    with pytest.raises(ConflictError) as caught:
+        cancel_run(created["run_id"], account_id)
+
+    # Then the second one ended the run, once, and the first is answered as any cancel of an ended run
+    assert [a.status.value for a in answers] == ["failed"]
+    assert caught.value.message == "The run has ended (failed); only a running run can be cancelled"
+    assert [e.error for e in answers[0].errors].count(CANCELLED) == 1

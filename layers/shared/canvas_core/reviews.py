@@ -26,7 +26,7 @@ from canvas_core.models.base import RequestRefused
 from canvas_core.models.catalog import RunStatus
 from canvas_core.models.items import RunItem
 from canvas_core.observability import count, logger
-from canvas_core.orchestration import RunStateError, finalize_run, plan_run
+from canvas_core.orchestration import RunStateError, end_run, plan_run
 from canvas_core.runs import get_run_status
 from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth, strip_control
 from canvas_core.validation import MAX_AGENT_INSTRUCTIONS_CHARS
@@ -164,10 +164,10 @@ def cancel_run(
     if run.status != RunStatus.RUNNING:
         raise ConflictError(f"The run has ended ({run.status.value}); only a running run can be cancelled")
     logger.append_keys(run_id=run.run_id)
-    finalize_run(run.run_id, failure=CANCELLED, store=store, events=events)
+    _, ended_here = end_run(run.run_id, failure=CANCELLED, store=store, events=events)
     ended = store.get_run(run.run_id, consistent=True)
-    if ended is None or not ended.errors or ended.errors[0].error != CANCELLED:
-        # It ended on its own meanwhile.
+    if not ended_here or ended is None:
+        # It ended meanwhile: on its own, or by a cancel sent at the same time (one of them ends it, once).
         raise ConflictError(f"The run has ended ({(ended or run).status.value}); only a running run can be cancelled")
     if ended.review_token:
         # Parked for approval: its task fails, and the execution ends through Run Cancelled.
