@@ -140,4 +140,4 @@ _.read_calls  # canvas_local/iam_calls.py: and reads those a `canvas serve` it s
 _.SpooledTemporaryFile
 _.closed
 _.tell
-max_size
+_.max_size
