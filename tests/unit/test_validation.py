@@ -195,3 +195,19 @@ def test_json_nested_too_deeply_is_refused_without_recursing():
     # nesting a person writes is fine, and brackets inside strings do not count
     shallow = json.dumps({"a": [[{"b": "[[[[[[" * 100}]]})
     assert validate(prompt="x", files=[upload("ok.json", "application/json", shallow.encode())]).files
+
+
+@pytest.mark.parametrize("deep", [b"[" * 100_000, b'{"a":' * 5_000 + b"1" + b"}" * 5_000])
+def test_a_json_body_nested_too_deeply_is_400_without_recursing(deep):
+    # Given a route that reads JSON bodies (a re-run's, an approval's)
+    event = APIGatewayProxyEvent({"headers": {"Content-Type": "application/json"}, "body": deep.decode()})
+    # When its body nests deeper than anyone writes by hand
+    with pytest.raises(BadRequestError) as caught:
+        read_body(event, FormBody(max_bytes=1024 * 1024, accepts_json=True))
+    # Then it is refused as a bad request, not a crash
+    assert caught.value.status_code == 400
+    assert caught.value.message == "Request body is nested too deeply: more than 200 levels"
+    # And a body nested as people write it is read
+    shallow = json.dumps({"instructions": {"b": "[[[" * 300}, "x": [[[1]]]})
+    event = APIGatewayProxyEvent({"headers": {"Content-Type": "application/json"}, "body": shallow})
+    assert read_body(event, FormBody(max_bytes=1024 * 1024, accepts_json=True))["x"] == [[[1]]]

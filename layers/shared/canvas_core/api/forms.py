@@ -25,6 +25,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from canvas_core.errors import BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError
+from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth
 
 JSON = "application/json"
 MULTIPART = "multipart/form-data"
@@ -80,8 +81,12 @@ def body_bytes(body: str | None, is_base64: bool) -> bytes:
 
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        text = body.decode(json.detect_encoding(body)) if body else "{}"
+        # json.loads recurses per level: measured first, a body a few hundred kilobytes deep is a 400, not a crash.
+        if json_depth(text) > MAX_JSON_DEPTH:
+            raise BadRequestError(f"Request body is nested too deeply: more than {MAX_JSON_DEPTH} levels")
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         raise BadRequestError("Request body is not valid JSON") from None
     if not isinstance(data, dict):
         raise BadRequestError("Request body must be a JSON object")
