@@ -91,9 +91,8 @@ def load_file(name: str, extension: str, data: bytes) -> list[Dataset]:
 
 def load_rows(name: str, headers: list[str], rows: list[list[Any]]) -> Dataset:
     """Rows already read (a table in a block's content), typed by DuckDB from their values."""
-    import duckdb
 
-    connection = duckdb.connect()
+    connection = _connect()
     names = _unique_names(headers)
     types = [_column_type([r[c] if c < len(r) else None for r in rows]) for c in range(len(names))]
     columns_sql = ", ".join(f"{_quote(n)} {t}" for n, t in zip(names, types, strict=True))
@@ -105,10 +104,18 @@ def load_rows(name: str, headers: list[str], rows: list[list[Any]]) -> Dataset:
     return _described(name, connection)
 
 
+def _connect() -> DuckDBPyConnection:
+    """An in-memory database of its own, held to two threads and 256 MB: uploads are at most a few MB, and the
+    embedded stack runs many blocks in one process."""
+    import duckdb
+
+    return duckdb.connect(config={"threads": 2, "memory_limit": "256MB"})
+
+
 def _load_path(name: str, data: bytes, reader: str, options: str) -> Dataset:
     import duckdb
 
-    connection = duckdb.connect()
+    connection = _connect()
     # DuckDB reads files by path (a Python file object needs fsspec): the upload goes to a private temp file.
     handle, path = tempfile.mkstemp(suffix="." + reader.removeprefix("read_"))
     try:
