@@ -56,12 +56,15 @@ def analysed_inputs(ctx: BlockContext, analyses: list[Analysis]) -> frozenset[st
 
 
 def _datasets(ctx: BlockContext) -> list[Dataset]:
+    """The uploads' tables, else (a run without tabular uploads) those its input table-blocks gathered."""
     found: list[Dataset] = []
     for upload in ctx.run.uploads:
         if upload.extension in TABULAR:
             found += _load_upload(ctx, upload)
+    if found:
+        return found
     for node in ctx.inputs:
-        if node.type == "table-block" and not found:
+        if node.type == "table-block":
             for table in parse_markdown_tables(node.content or ""):
                 if len(table.rows) >= 2:
                     dataset = load_rows(table.caption or node.name, table.headers, table.rows)
@@ -115,7 +118,8 @@ def _figure(value: object, kind: str, exact: bool) -> str:
 def chart_table(result: ResultTable, analysis: Analysis) -> Table:
     """A result as a chart draws it: its labels and the first measure only (one unit on the axis)."""
     label = result.headers[0] if result.labels == 1 else result.headers[result.labels - 1]
-    unit = unit_of(analysis.plan.measures[0].column)
+    first = analysis.plan.measures[0].column
+    unit = next((c.unit for c in analysis.dataset.columns if c.name == first and c.unit), "") or unit_of(first)
     measure = result.headers[result.labels]
     header = measure + (f" ({unit})" if unit and unit not in measure else "")
     rows = [[str(r[result.labels - 1]), number(r[result.labels])] for r in result.rows if r[result.labels] is not None]
