@@ -629,3 +629,52 @@ def test_a_300_character_model_title_with_control_characters_renders(canvas, blo
     view, data = only_artifact(result, kind)
     assert data and len(view["name"]) <= 70
     assert not any(c in view["name"] for c in "\x07\x0b\x1b")
+
+
+# ---- the analysis of a gathered table ----------------------------------------------------------------------------
+
+VISIT_ROWS = [("North", 1, 120, 4.5), ("South", 1, 300, 5.0), ("North", 2, 180, 4.5), ("South", 2, 90, 5.5),
+              ("East", 1, 60, 3.0), ("East", 2, 75, 3.5)]  # fmt: skip
+VISITS = (
+    "### Harbour visits\n\nColumns: coast (text), month (text), visitors (integer), fee (number)\n\n"
+    "| coast | month | visitors | fee |\n|---|---|---:|---:|\n"
+    + "\n".join(f"| {coast} | 2024-0{month} | {visitors} | {fee} |" for coast, month, visitors, fee in VISIT_ROWS)
+)
+
+
+def visits() -> NodeItem:
+    return node("table-block", "Harbour visits", VISITS, [FILE])
+
+
+def test_a_models_analysis_plan_is_run_over_a_gathered_table(canvas):
+    # Given a model that chooses visitors by coast, and what the rows add up to
+    plan = '{"measures": [{"column": "visitors", "aggregate": "sum"}], "dimensions": ["coast"], "period": "month"}'
+    model = ScriptedModel(plan)
+    by_coast: dict[str, int] = {}
+    for coast, _, visitors, _ in VISIT_ROWS:
+        by_coast[coast] = by_coast.get(coast, 0) + visitors
+    whole = sum(by_coast.values())
+    ranked = sorted(by_coast.items(), key=lambda kv: -kv[1])
+    # When the excel-block runs over a table-block's table
+    result = canvas.run("excel-block", [visits()], prompt="Which coast draws most visitors?", model=model)
+    # Then the model saw the columns and a few rows, and its plan's results are the workbook's sheets
+    assert "Columns:\n- coast: text" in model.prompts[0] and "visitors: number" in model.prompts[0]
+    book = load_workbook(io.BytesIO(only_artifact(result, "xlsx")[1]), data_only=True)
+    rows = [list(r) for r in book["Visitors by coast"].iter_rows(values_only=True)]
+    assert [r[:2] for r in rows[1:-1]] == [list(kv) for kv in ranked]
+    assert [r[2] for r in rows[1:-1]] == [pytest.approx(v / whole, abs=1e-6) for _, v in ranked]
+    assert rows[-1][:2] == ["Total", whole]
+    summary = [r[0] for r in book["Summary"].iter_rows(values_only=True)]
+    top, value = ranked[0]
+    share = f"{value / whole * 100:.1f}".removesuffix(".0")
+    assert any(line.startswith(f"{top} had the highest visitors by coast: {value}, {share} %") for line in summary)
+    assert any(line.endswith("the analysis was chosen by model.") for line in summary)
+
+
+def test_a_plan_naming_what_the_table_lacks_is_refused_and_the_rules_say_why(canvas):
+    model = ScriptedModel('{"measures": [{"column": "revenue"}], "dimensions": ["coast"]}')
+    result = canvas.run("excel-block", [visits()], prompt="Visitors by coast", model=model)
+    book = load_workbook(io.BytesIO(only_artifact(result, "xlsx")[1]), data_only=True)
+    summary = [r[0] for r in book["Summary"].iter_rows(values_only=True)]
+    assert "The model's analysis plan was refused (measure 'revenue' is not a column); rules chose it." in summary
+    assert "Visitors by coast" in book.sheetnames
