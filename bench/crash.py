@@ -171,6 +171,9 @@ def check_runs(server: Server, runs: Sequence[Acknowledged], last_cycle: int, fi
 
 def check_state(state_dir: Path, findings: Findings) -> dict[str, int]:
     """The state directory reads whole, and the ledger adds up in it; returns counts of what it holds."""
+    if not (state_dir / "state.db").is_file():
+        findings.problem(f"{state_dir} holds no state.db")
+        return {}
     db = sqlite3.connect(f"file:{state_dir / 'state.db'}?mode=ro", uri=True)
     try:
         (integrity,) = db.execute("PRAGMA integrity_check").fetchone()
