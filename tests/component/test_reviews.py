@@ -145,3 +145,52 @@ def test_of_two_cancels_at_once_one_ends_the_run_and_the_other_finds_it_ended(aw
     assert [a.status.value for a in answers] == ["failed"]
     assert caught.value.message == "The run has ended (failed); only a running run can be cancelled"
     assert [e.error for e in answers[0].errors].count(CANCELLED) == 1
+
+
+def test_a_run_its_own_finalize_ends_while_the_cancel_ends_its_blocks_ends_cancelled(
+    aws, function, context, monkeypatch
+):
+    # Given a planned run, whose Finalize Run runs (every block ended) as soon as the cancel has ended its first
+    # block: the block's runner finds it ended and the state machine goes on to end the run
+    account_id, api_key = create_account_with_key(credits=5000)
+    created = start_run(function, context, api_key, {"prompt": "Explain how tides form"})
+    first_block(function, context, account_id, created)
+    real_update = Store.update_node
+    finalized: list = []
+
+    def state_machine_ends_it(self, canvas_id, node_id, expect_status=None, **fields):
+        updated = real_update(self, canvas_id, node_id, expect_status, **fields)
+        if fields.get("error") == CANCELLED and not finalized:
+            finalized.append(function("orchestration/finalize_run")({"run_id": created["run_id"]}, context))
+        return updated
+
+    monkeypatch.setattr(Store, "update_node", state_machine_ends_it)
+
+    # When the run is cancelled
+    ended = cancel_run(created["run_id"], account_id)
+
+    # Then the cancel answers the run it ended: cancelled by the client, whichever write ended it
+    assert finalized
+    assert ended.status.value == "failed"
+    assert ended.errors[0].error == CANCELLED
+    assert get_run(function, context, api_key, created["run_id"])["errors"][0]["error"] == CANCELLED
+    # And a cancel after it finds it ended
+    with pytest.raises(ConflictError):
+        cancel_run(created["run_id"], account_id)
+
+
+def test_a_cancel_whose_caller_stopped_halfway_is_ended_by_the_next_one(aws, function, context):
+    # Given a planned run a cancel has claimed, and whose caller stopped before it ended the run
+    account_id, api_key = create_account_with_key(credits=5000)
+    created = start_run(function, context, api_key, {"prompt": "Explain how tides form"})
+    first_block(function, context, account_id, created)
+    assert Store().claim_cancel(created["run_id"], 1)
+
+    # When another cancel comes
+    with pytest.raises(ConflictError) as caught:
+        cancel_run(created["run_id"], account_id)
+
+    # Then it finds the run ended by the first, cancelled, and nothing left running
+    assert caught.value.message == "The run has ended (failed); only a running run can be cancelled"
+    run = get_run(function, context, api_key, created["run_id"])
+    assert run["status"] == "failed" and run["errors"][0]["error"] == CANCELLED

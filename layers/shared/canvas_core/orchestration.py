@@ -19,6 +19,8 @@ from canvas_core.observability import count, logger
 from canvas_core.planner import parent_task_id, plan_canvas
 from canvas_core.settings import orchestration_settings
 
+# The reason a run a client cancelled ends with (reviews.cancel_run).
+CANCELLED = "Cancelled by the client"
 EXECUTION_ENDINGS = {
     "TIMED_OUT": "The run exceeded its maximum duration and was stopped",
     "ABORTED": "The run was stopped before it finished",
@@ -134,22 +136,19 @@ def finalize_run(
     from those that did not. With `failure` (the run itself broke, or was abandoned, e.g. found `running` after
     an unclean restart), unfinished blocks fail and the status is at best `partial`. Whichever path ends the
     run, the write that ends it gives back the run's slot, once (a run already ended is left as it is), and
-    publishes the run's status change (only the write that won)."""
-    return end_run(run_id, failure, store, events)[0]
-
-
-def end_run(
-    run_id: str, failure: str | None = None, store: Store | None = None, events: Events | None = None
-) -> tuple[dict[str, Any], bool]:
-    """finalize_run, and whether this call's write is the one that ended the run (a cancel racing another, or the
-    run's own end, answers as the run has ended)."""
+    publishes the run's status change (only the write that won). A run a client cancelled ends cancelled, whichever
+    path ends it."""
     store = store or Store()
     logger.append_keys(run_id=run_id)
-    run = store.get_run(run_id)
+    # Read strongly: a cancel marked on the run before it ended the blocks that brought this end about is seen.
+    run = store.get_run(run_id, consistent=True)
     if run is None:
         raise RunStateError(f"Run not found: {run_id}")
     if run.status != RunStatus.RUNNING:
-        return {"run_id": run_id, "status": run.status.value}, False
+        return {"run_id": run_id, "status": run.status.value}
+    if run.cancelled_at_ms is not None:
+        # A client's cancel won: the run ends cancelled, whichever path ends it.
+        failure = CANCELLED
 
     _, nodes, edges = store.get_canvas(run.canvas_id)
     nodes = with_full_content(nodes)
@@ -206,7 +205,7 @@ def end_run(
     task_status = TaskStatus.COMPLETED if status == RunStatus.COMPLETED else TaskStatus.ERROR
     store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), task_status)
     logger.info("Run finished", extra={"status": status.value, "blocks": len(nodes), "completed": len(completed)})
-    return {"run_id": run_id, "status": status.value}, ended
+    return {"run_id": run_id, "status": status.value}
 
 
 def fail_run(event: dict[str, Any], store: Store | None = None) -> dict[str, Any]:

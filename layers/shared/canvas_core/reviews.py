@@ -26,12 +26,11 @@ from canvas_core.models.base import RequestRefused
 from canvas_core.models.catalog import RunStatus
 from canvas_core.models.items import RunItem
 from canvas_core.observability import count, logger
-from canvas_core.orchestration import RunStateError, end_run, plan_run
+from canvas_core.orchestration import CANCELLED, RunStateError, finalize_run, plan_run
 from canvas_core.runs import get_run_status
 from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth, strip_control
 from canvas_core.validation import MAX_AGENT_INSTRUCTIONS_CHARS
 
-CANCELLED = "Cancelled by the client"
 # The error a cancelled run's parked Await Approval task fails with (the run has ended already).
 CANCELLED_ERROR = "RunCancelled"
 # An approval's body holds instructions for at most a plan's blocks; past this it is refused unread (413).
@@ -164,11 +163,19 @@ def cancel_run(
     if run.status != RunStatus.RUNNING:
         raise ConflictError(f"The run has ended ({run.status.value}); only a running run can be cancelled")
     logger.append_keys(run_id=run.run_id)
-    _, ended_here = end_run(run.run_id, failure=CANCELLED, store=store, events=events)
+    if not store.claim_cancel(run.run_id, now_ms()):
+        # It ended meanwhile, or a cancel sent at the same time is ending it: one of them answers for it.
+        current = store.get_run(run.run_id, consistent=True) or run
+        if current.status == RunStatus.RUNNING and current.cancelled_at_ms is not None:
+            # Ended here too (once, whoever gets there first), so that a cancel whose caller stopped halfway ends.
+            finalize_run(run.run_id, failure=CANCELLED, store=store, events=events)
+            current = store.get_run(run.run_id, consistent=True) or current
+        raise ConflictError(f"The run has ended ({current.status.value}); only a running run can be cancelled")
+    # Ended here, or by the run's own end that ending its blocks brought about: cancelled either way.
+    finalize_run(run.run_id, failure=CANCELLED, store=store, events=events)
     ended = store.get_run(run.run_id, consistent=True)
-    if not ended_here or ended is None:
-        # It ended meanwhile: on its own, or by a cancel sent at the same time (one of them ends it, once).
-        raise ConflictError(f"The run has ended ({(ended or run).status.value}); only a running run can be cancelled")
+    if ended is None:
+        raise RunNotFoundError(run.run_id)
     if ended.review_token:
         # Parked for approval: its task fails, and the execution ends through Run Cancelled.
         try:

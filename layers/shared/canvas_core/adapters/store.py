@@ -249,6 +249,26 @@ class Store:
             return False
         return True
 
+    def claim_cancel(self, run_id: str, cancelled_at_ms: int) -> bool:
+        """True for exactly one caller, while the run is `running`: the cancel that ends it. Marked before its blocks
+        are ended, so that the run's own end, which ending them may bring about, ends it cancelled too. Names its
+        caller, as `claim_approval` does."""
+        claimant = str(uuid.uuid4())
+        try:
+            with dynamodb_errors():
+                self.ddb.update_item(
+                    TableName=self.settings.runs_table,
+                    Key={"run_id": {"S": run_id}},
+                    UpdateExpression="SET cancelled_at_ms = :now, cancelled_by = :me",
+                    ConditionExpression="#s = :running AND "
+                    "(attribute_not_exists(cancelled_at_ms) OR cancelled_by = :me)",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=expression_values(now=cancelled_at_ms, running="running", me=claimant),
+                )
+        except ConditionFailed:
+            return False
+        return True
+
     def unclaim_approval(self, run_id: str, task_token: str) -> None:
         """Give an approval back whose token could not be sent, so that the approval can be tried again."""
         try:

@@ -77,6 +77,8 @@ class RunItem(Model):
     review_plan: str | None = None  # JSON: the plan Await Approval resumes with
     approved_at_ms: int | None = None
     estimated_credits: int | None = None
+    # Set by the cancel that won (docs/api.md, "Review and cancel"): whichever write ends the run, it ends cancelled.
+    cancelled_at_ms: int | None = None
     # Set on a re-run: its canvas is a copy of that run's, planned already, where only that block and those
     # downstream of it run again.
     rerun_of: RerunOf | None = None
