@@ -11,7 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from canvas_core.blocks.context import BlockContext
 from canvas_core.errors import BlockFatalError
+from canvas_core.models.items import NodeItem, RunItem
 from canvas_core.providers.base import AnswerCutError, estimate_tokens, fit_input
 from canvas_core.providers.bedrock import BedrockProvider, bedrock_runtime
 from canvas_core.providers.offline import OfflineProvider
@@ -112,6 +114,44 @@ def test_bedrock_answer_cut_at_the_cap_is_not_taken_as_complete(bedrock, monkeyp
     with pytest.raises(AnswerCutError, match="output cap of 40 tokens"):
         bedrock_provider(bedrock).complete(system=SYSTEM, prompt=PROMPT, role="analyst")
     assert len(bedrock.calls) == 1
+
+
+def block_context(provider) -> BlockContext:
+    run = RunItem(
+        run_id="run-1",
+        account_id="acct",
+        canvas_id="canvas-1",
+        prompt="What lives in tide pools?",
+        template="auto",
+        created_at_ms=0,
+        estimated_duration_ms=0,
+    )
+    node = NodeItem(canvas_id="canvas-1", block_id="b-1", name="Answer", type="text-block", persona="Writer")
+    return BlockContext(run=run, node=node, inputs=[], files=None, provider=provider)  # it stores no file
+
+
+def test_a_block_whose_answer_was_cut_asks_once_more_for_a_shorter_one(openai, monkeypatch):
+    # Given a model that runs on past the writer's cap unless it is told its answer was cut
+    monkeypatch.setenv("WRITER_MAX_OUTPUT_TOKENS", "50")
+    openai.replies(lambda call: "Anemones and crabs [1]." if "was cut off" in call.prompt else LONG_ANSWER)
+    ctx = block_context(openai_provider(openai))
+    # When
+    completion = ctx.complete(PROMPT, role="writer")
+    # Then the second, shorter answer is the block's, asked for within the cap, and only it is in the usage
+    assert completion.text == "Anemones and crabs [1]."
+    assert [c.prompt.startswith(PROMPT) for c in openai.calls] == [True, True]
+    assert "limit of 50 tokens" in openai.calls[1].prompt and "at most 25 words" in openai.calls[1].prompt
+    assert openai.calls[1].body["max_tokens"] == 50
+    assert len(ctx.usage.calls) == 1 and ctx.usage.output_tokens == completion.output_tokens
+
+
+def test_a_block_whose_answer_is_cut_twice_fails_naming_the_cap(openai, monkeypatch):
+    monkeypatch.setenv("WRITER_MAX_OUTPUT_TOKENS", "50")
+    openai.replies(lambda call: LONG_ANSWER)
+    ctx = block_context(openai_provider(openai))
+    with pytest.raises(AnswerCutError, match=r"output cap of 50 tokens.*WRITER_MAX_OUTPUT_TOKENS"):
+        ctx.complete(PROMPT, role="writer")
+    assert len(openai.calls) == 2 and ctx.usage.calls == []
 
 
 def test_an_answer_within_the_cap_is_complete(openai, monkeypatch):

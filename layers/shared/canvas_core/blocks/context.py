@@ -2,6 +2,10 @@
 
 Implementations call models through `ctx.complete(...)` and store files through `ctx.save_artifact(...)`, so
 that usage (models, tokens, searches, pages) and artifacts are recorded the same way for every block type.
+
+An answer cut off at the call's output cap is never used (`AnswerCutError`). A small model that runs on, repeating
+itself, until the cap stops it is asked once more for a shorter answer, within the cap; a second cut answer fails
+the block with the cap and the setting that raises it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,15 @@ from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.agents.personas import system_prompt
 from canvas_core.clock import new_id
 from canvas_core.models.items import Artifact, NodeItem, RunItem, Source
-from canvas_core.providers.base import Completion, ModelProvider
+from canvas_core.observability import logger
+from canvas_core.providers.base import AnswerCutError, Completion, ModelProvider
+
+# Asked after an answer cut at the cap: words are about three quarters of a token, so half the cap in words leaves
+# room for the model's own overrun.
+SHORTER_ANSWER = (
+    "\n\nYour previous answer to this ran past the limit of {cap} tokens and was cut off. Answer again, "
+    "complete and in at most {words} words; do not repeat yourself."
+)
 
 
 @dataclass
@@ -42,6 +54,7 @@ class BlockContext:
     files: ArtifactStore
     provider: ModelProvider
     usage: Usage = field(default_factory=Usage)
+    saved: list[Artifact] = field(default_factory=list)  # the files this block stored, in order
 
     def material(self) -> str:
         """The inputs' outputs as one text, each under its block's name."""
@@ -55,8 +68,15 @@ class BlockContext:
         return system_prompt(self.node.persona, self.run.agent_instructions)
 
     def complete(self, prompt: str, role: str = "writer", system: str | None = None) -> Completion:
-        """One model call, with this block's system prompt, recorded in its usage."""
-        completion = self.provider.complete(system=system or self.system_prompt(), prompt=prompt, role=role)
+        """One model call, with this block's system prompt, recorded in its usage; asked once more for less when
+        the answer was cut at the cap."""
+        system = system or self.system_prompt()
+        try:
+            completion = self.provider.complete(system=system, prompt=prompt, role=role)
+        except AnswerCutError as exc:
+            logger.warning("A model answer was cut at the output cap; asking for a shorter one", extra={"role": role})
+            shorter = prompt + SHORTER_ANSWER.format(cap=exc.cap, words=max(1, exc.cap // 2))
+            completion = self.provider.complete(system=system, prompt=shorter, role=role)
         self.usage.record(completion)
         return completion
 
@@ -65,7 +85,9 @@ class BlockContext:
         artifact_id = new_id()
         key = f"artifacts/{self.run.account_id}/{self.run.run_id}/{artifact_id}/{name}"
         self.files.put(key, data, content_type)
-        return Artifact(id=artifact_id, type=kind, name=name, s3_key=key, size_bytes=len(data))
+        artifact = Artifact(id=artifact_id, type=kind, name=name, s3_key=key, size_bytes=len(data))
+        self.saved.append(artifact)
+        return artifact
 
 
 @dataclass

@@ -48,6 +48,7 @@ class AnswerCutError(BlockFatalError):
     cut again); the message names the variable that raises the cap."""
 
     def __init__(self, model_id: str, role: str, cap: int):
+        self.cap = cap
         variable = f"{role.upper()}_MAX_OUTPUT_TOKENS"
         super().__init__(
             f"{model_id}'s answer was cut off at the output cap of {cap} tokens and was not used "
