@@ -44,6 +44,19 @@ def test_instructions_of_another_shape_are_refused(value):
     assert refused({"instructions": value}).startswith("Invalid instructions: expected an object of block ids")
 
 
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"instruction": {BLOCK: "Shorter"}}, "'instruction'"),
+        ({"instructions": {BLOCK: "Shorter"}, "approve": "yes"}, "'approve'"),
+        ({"files": ["x"]}, "'files'"),
+    ],
+)
+def test_an_approval_with_a_field_it_does_not_take_is_refused_not_approved_as_planned(body, named):
+    # A misspelt field would otherwise approve the plan, and spend, without the instructions meant
+    assert refused(body) == f"Unknown field {named}: the body takes only instructions"
+
+
 def test_instructions_past_the_limit_are_refused_naming_the_block():
     message = refused({"instructions": {BLOCK: "x" * 10_001}})
     assert message == f"Invalid instructions: those for {BLOCK} are 10001 characters (maximum 10000)"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from canvas_core.adapters.events import Events
 from canvas_core.adapters.executions import Executions
@@ -48,6 +48,18 @@ class ApproveRunForm(ApproveRunRequest):
         f"{MAX_AGENT_INSTRUCTIONS_CHARS:,} characters, trimmed, control characters dropped; a blank one keeps the "
         "block's own",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _only_instructions(cls, body: Any) -> Any:
+        # A misspelt field would otherwise approve the plan, and let it spend, without the instructions meant.
+        if isinstance(body, dict):
+            unknown = sorted(k for k in body if k != "instructions" and not (k == "files" and not body[k]))
+            if unknown:
+                raise RequestRefused(
+                    BadRequestError(f"Unknown field {', '.join(map(repr, unknown))}: the body takes only instructions")
+                )
+        return body
 
     @field_validator("instructions", mode="before", json_schema_input_type=dict[str, str])
     @classmethod
@@ -119,7 +131,7 @@ def approve_run(
     store, executions = store or Store(), executions or Executions()
     run = _owned_run(store, run_id, account_id)
     token, plan = run.review_token, run.review_plan
-    if run.status != RunStatus.RUNNING or not token or plan is None:
+    if run.status != RunStatus.RUNNING or not token or plan is None or run.cancelled_at_ms is not None:
         raise ConflictError(_not_waiting(run))
     if request.instructions:
         _, nodes, _ = store.get_canvas(run.canvas_id)
@@ -163,14 +175,13 @@ def cancel_run(
     if run.status != RunStatus.RUNNING:
         raise ConflictError(f"The run has ended ({run.status.value}); only a running run can be cancelled")
     logger.append_keys(run_id=run.run_id)
-    if not store.claim_cancel(run.run_id, now_ms()):
-        # It ended meanwhile, or a cancel sent at the same time is ending it: one of them answers for it.
+    won = store.claim_cancel(run.run_id, now_ms())
+    if not won:
+        # It ended meanwhile, or a cancel sent at the same time is ending it: that one answers for it. This one ends
+        # it too (once, whoever gets there first), so that a cancel whose caller stopped halfway is finished.
         current = store.get_run(run.run_id, consistent=True) or run
-        if current.status == RunStatus.RUNNING and current.cancelled_at_ms is not None:
-            # Ended here too (once, whoever gets there first), so that a cancel whose caller stopped halfway ends.
-            finalize_run(run.run_id, failure=CANCELLED, store=store, events=events)
-            current = store.get_run(run.run_id, consistent=True) or current
-        raise ConflictError(f"The run has ended ({current.status.value}); only a running run can be cancelled")
+        if current.status != RunStatus.RUNNING or current.cancelled_at_ms is None:
+            raise ConflictError(f"The run has ended ({current.status.value}); only a running run can be cancelled")
     # Ended here, or by the run's own end that ending its blocks brought about: cancelled either way.
     finalize_run(run.run_id, failure=CANCELLED, store=store, events=events)
     ended = store.get_run(run.run_id, consistent=True)
@@ -183,6 +194,8 @@ def cancel_run(
         except StorageError:
             # The run has ended all the same; its execution ends when the review time runs out (Fail Run finds it).
             logger.warning("The cancelled run's wait could not be ended", exc_info=True)
+    if not won:
+        raise ConflictError(f"The run has ended ({ended.status.value}); only a running run can be cancelled")
     logger.info("Run cancelled", extra={"status": ended.status.value})
     count("RunsCancelled")
     return get_run_status(run.run_id, account_id, store=store)
@@ -202,6 +215,8 @@ def _not_waiting(run: RunItem) -> str:
         return f"The run is not waiting for approval: it has ended ({run.status.value})"
     if not run.review:
         return "The run is not waiting for approval: it was not created with review=true"
+    if run.cancelled_at_ms is not None:
+        return "The run is not waiting for approval: it is being cancelled"
     if run.approved_at_ms is not None:
         return "The run is not waiting for approval: it was approved already"
     return "The run is not waiting for approval yet: it is still being planned; try again shortly"
