@@ -13,6 +13,7 @@ from bench.dags import Block, Dag, scripted
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store
 from canvas_core.auth import authenticate
+from canvas_core.errors import ConflictError
 from canvas_core.models.api import ApproveRunRequest, CreateRunRequest
 from canvas_core.reviews import approve_run, cancel_run
 from canvas_core.runs import create_run, get_run_status
@@ -136,3 +137,28 @@ def test_a_review_run_cancelled_while_it_waits_ends_its_execution_at_once(local_
     assert ended["status"] == "SUCCEEDED"
     states = entered(local_stack, created.run_id)
     assert states == {"Plan Canvas": 1, "Await Approval": 1, "Run Cancelled": 1}
+
+
+def test_a_run_being_cancelled_is_not_approved_and_its_wait_ends_with_the_next_cancel(local_stack):
+    # Given a run waiting for approval, whose cancel has marked it and whose caller stopped before ending it
+    account_id = authenticate({"X-API-KEY": local_stack.api_keys[0]})
+    with scripted({"cancel under way": Dag([Block(0.0, credits=50)])}):
+        created = create_run(CreateRunRequest(prompt="cancel under way", template="auto", review=True), account_id)
+        wait_until_awaiting(created.run_id, account_id)
+        assert Store().claim_cancel(created.run_id, 1)
+
+        # When it is approved
+        with pytest.raises(ConflictError) as approving:
+            approve_run(created.run_id, account_id, ApproveRunRequest())
+        # And cancelled again
+        with pytest.raises(ConflictError) as cancelling:
+            cancel_run(created.run_id, account_id)
+        ended = local_stack.wait_for_execution(execution_arn(local_stack, created.run_id), timeout=30)
+
+    # Then the approval is refused, no block ran, and the second cancel ended the run and its wait at once
+    assert approving.value.message == "The run is not waiting for approval: it is being cancelled"
+    assert cancelling.value.message == "The run has ended (failed); only a running run can be cancelled"
+    status = get_run_status(created.run_id, account_id)
+    assert status.status.value == "failed" and status.errors[0].error == "Cancelled by the client"
+    assert ended["status"] == "SUCCEEDED"
+    assert entered(local_stack, created.run_id) == {"Plan Canvas": 1, "Await Approval": 1, "Run Cancelled": 1}

@@ -228,10 +228,10 @@ class Store:
         return True
 
     def claim_approval(self, run_id: str, task_token: str, approved_at_ms: int) -> bool:
-        """True for exactly one caller, while the run is `running` and parked with `task_token`: the one that may send
-        the token. The token is taken off the run in the same write, so the run no longer shows as awaiting approval.
-        Like `claim_release`, the claim names its caller, so a resent write whose first answer was lost finds it its
-        own."""
+        """True for exactly one caller, while the run is `running`, parked with `task_token` and no cancel has marked
+        it: the one that may send the token. The token is taken off the run in the same write, so the run no longer
+        shows as awaiting approval. Like `claim_release`, the claim names its caller, so a resent write whose first
+        answer was lost finds it its own."""
         claimant = str(uuid.uuid4())
         try:
             with dynamodb_errors():
@@ -239,7 +239,8 @@ class Store:
                     TableName=self.settings.runs_table,
                     Key={"run_id": {"S": run_id}},
                     UpdateExpression="SET approved_at_ms = :now, approved_by = :me REMOVE review_token",
-                    ConditionExpression="#s = :running AND (review_token = :token OR approved_by = :me)",
+                    ConditionExpression="#s = :running AND attribute_not_exists(cancelled_at_ms) "
+                    "AND (review_token = :token OR approved_by = :me)",
                     ExpressionAttributeNames={"#s": "status"},
                     ExpressionAttributeValues=expression_values(
                         now=approved_at_ms, token=task_token, running="running", me=claimant
