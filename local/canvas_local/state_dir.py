@@ -9,6 +9,7 @@ system's cache; a power cut can lose the last writes (SQLite's WAL documentation
 
 Layout of DIR:
 
+    .lock             held (flock) by the one process using DIR, released by the system however that process ends
     state.db          SQLite: `items` (table, key, item in DynamoDB JSON with binary as base64), `objects` (bucket,
                       key, body, size, content type, user metadata), `meta` (the format version)
     bodies/<sha256>   an object's bytes, named by their hash: written before the row that names them, removed once no
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -88,6 +90,7 @@ class StateDir:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
+        self._held: Any = None  # DIR/.lock, open while this process uses DIR
         # DynamoDB's and S3's writes are journaled from their own threads, each under its service's lock.
         self._lock = threading.Lock()
 
@@ -95,11 +98,15 @@ class StateDir:
 
     def open(self) -> None:
         """Create or open DIR's database; files no row names (a crash between a body and its row) are removed."""
+        if self._db is not None:
+            return
         try:
             self.path.mkdir(parents=True, exist_ok=True)
+            self._hold()
             (self.path / BODIES).mkdir(exist_ok=True)
             db = sqlite3.connect(self.path / DATABASE, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
+            self._release()
             raise StateDirError(f"could not open the state in {self.path}: {exc}") from exc
         try:
             db.execute("PRAGMA journal_mode=WAL")
@@ -113,9 +120,11 @@ class StateDir:
             named = {body for (body,) in db.execute("SELECT DISTINCT body FROM objects")}
         except sqlite3.DatabaseError as exc:
             db.close()
+            self._release()
             raise StateDirError(f"{self.path / DATABASE} is not a canvas state database: {exc}") from exc
         except StateDirError:
             db.close()
+            self._release()
             raise
         for body in (self.path / BODIES).iterdir():
             if body.name not in named:
@@ -127,6 +136,31 @@ class StateDir:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+            self._release()
+
+    def _hold(self) -> None:
+        """DIR for this process alone: two processes journaling to one DIR would each restore what the other
+        wrote over. The lock goes with the process, however it ends (a `kill -9` too)."""
+        held = (self.path / ".lock").open("a+")
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held.seek(0)
+            owner = held.read().strip() or "another process"
+            held.close()
+            raise StateDirError(
+                f"{self.path} is in use by {owner}: one canvas serve at a time uses a --state-dir"
+            ) from None
+        held.seek(0)
+        held.truncate()
+        held.write(f"canvas serve (pid {os.getpid()})")
+        held.flush()
+        self._held = held
+
+    def _release(self) -> None:
+        if self._held is not None:
+            self._held.close()  # closing the file releases the lock
+            self._held = None
 
     # -------------------------------------------------- the journal (moto_patch.WriteJournal)
 

@@ -357,6 +357,23 @@ def test_a_state_database_that_is_not_one_says_so(tmp_path: Path) -> None:
         StateDir(tmp_path).open()
 
 
+def test_a_state_dir_in_use_by_another_stack_is_refused_until_it_is_let_go(tmp_path: Path) -> None:
+    # Given a state dir one stack has open
+    first = StateDir(tmp_path)
+    first.open()
+    try:
+        # When another opens it, Then it is refused, naming the process that holds it
+        with pytest.raises(StateDirError, match=r"is in use by canvas serve \(pid \d+\)"):
+            StateDir(tmp_path).open()
+    finally:
+        first.close()
+
+    # And once the first has let it go, it opens
+    second = StateDir(tmp_path)
+    second.open()
+    second.close()
+
+
 @pytest.mark.parametrize("folder", ["never-created", "."])
 def test_a_missing_or_empty_state_dir_restores_nothing(tmp_path: Path, folder: str) -> None:
     # Given a state dir that does not exist, or is empty
