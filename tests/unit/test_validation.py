@@ -211,3 +211,16 @@ def test_a_json_body_nested_too_deeply_is_400_without_recursing(deep):
     shallow = json.dumps({"instructions": {"b": "[[[" * 300}, "x": [[[1]]]})
     event = APIGatewayProxyEvent({"headers": {"Content-Type": "application/json"}, "body": shallow})
     assert read_body(event, FormBody(max_bytes=1024 * 1024, accepts_json=True))["x"] == [[[1]]]
+
+
+def test_an_unsupported_body_is_told_every_type_its_route_reads():
+    # Given a route that reads JSON as well as forms (a re-run's, an approval's)
+    event = APIGatewayProxyEvent({"headers": {"Content-Type": "text/plain"}, "body": "instructions=x"})
+    # When the body is of another type
+    with pytest.raises(UnsupportedMediaTypeError) as caught:
+        read_body(event, FormBody(max_bytes=1024, accepts_json=True))
+    # Then the answer names JSON among what it may send
+    assert caught.value.message == (
+        "Unsupported Content-Type: text/plain. Send application/json, multipart/form-data or "
+        "application/x-www-form-urlencoded"
+    )

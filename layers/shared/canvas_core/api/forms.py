@@ -65,7 +65,8 @@ def read_body(event: BaseProxyEvent, spec: FormBody) -> dict[str, Any]:
         return fields | {"files": files}
     if media in (URLENCODED, "") and b"\x00" not in body:
         return _parse_urlencoded(body) | {"files": []}
-    raise UnsupportedMediaTypeError(f"Unsupported Content-Type: {media}. Send {MULTIPART} or {URLENCODED}")
+    readable = f"{', '.join(spec.media_types[:-1])} or {spec.media_types[-1]}"
+    raise UnsupportedMediaTypeError(f"Unsupported Content-Type: {media}. Send {readable}")
 
 
 def body_bytes(body: str | None, is_base64: bool) -> bytes:
