@@ -91,6 +91,9 @@ class Outcome:
     output_tokens: int = 0
     credits: int = 0
     files: list[str] = field(default_factory=list)
+    # Each block as the DAG shows it at the end: type, status and the start of its output (where a deliverable block
+    # says whether it kept the model's answer or built its own, and why).
+    blocks: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -251,6 +254,9 @@ def run_template(http: Any, recorder: Recorder, template: str, run_timeout: floa
         return outcome
     tree = http.get(f"/v1/canvas/{run['canvas_id']}/tasks").json()["data"]
     dag = http.get(f"/v1/canvas/{run['canvas_id']}/dag").json()["data"]
+    outcome.blocks = [
+        f"{n['type']} {n['status']}: {' '.join((n.get('content') or '').split())[:300]}" for n in dag["nodes"]
+    ]
     outcome.problems += check_files(template, run, outcome)
     outcome.problems += check_reasons(run, dag)
     outcome.problems += check_usage(run, tree, calls)
