@@ -67,6 +67,7 @@ _.line_spacing
 _.orientation
 _.left_indent
 _.first_line_indent
+_.keep_with_next
 _.slide_height
 _.word_wrap
 _.auto_size

@@ -16,7 +16,7 @@ from canvas_core.blocks.context import BlockContext
 from canvas_core.errors import StorageError
 from canvas_core.gather.archive import ArchiveError, ArchiveLimits, check_archive
 from canvas_core.models.items import Source, Upload
-from canvas_core.render.structure import Block, BulletList, Paragraph, Section, table_caption
+from canvas_core.render.structure import BulletList, Paragraph, Section, table_caption
 from canvas_core.tables import Table, parse_markdown_tables
 
 if TYPE_CHECKING:
@@ -134,10 +134,11 @@ def findings_section(analyses: list[Analysis], title: str = "Key findings") -> S
     return Section(title=title, blocks=[BulletList(items=[f for a in analyses for f in a.findings])])
 
 
-def result_sections(analyses: list[Analysis], max_rows: int = 25) -> list[Section]:
-    """A document's analysis: per table, a section saying where the figures come from, then a subsection per
-    result with its table (the largest `max_rows` rows, saying how many more there are)."""
-    sections = []
+def result_sections(analyses: list[Analysis], max_rows: int = 25) -> tuple[list[Section], list[Section]]:
+    """A document's analysis, and its appendix: per table, a section saying where the figures come from, then a
+    subsection per result with its table; a result of more than `max_rows` rows shows its largest, saying so
+    in its caption, and is whole in the appendix."""
+    sections, appendix = [], []
     for analysis in analyses:
         lead = (
             f"Computed from all {number(analysis.dataset.rows)} rows of {analysis.source}; the analysis was chosen "
@@ -148,13 +149,23 @@ def result_sections(analyses: list[Analysis], max_rows: int = 25) -> list[Sectio
             if result.kind == "totals":
                 continue
             table = as_table(result, analysis)
-            blocks: list[Block] = [table]
             if len(table.rows) > max_rows:
-                more = len(table.rows) - max_rows
-                table.rows = table.rows[:max_rows]
-                blocks.append(Paragraph(f"The {max_rows} largest are shown; {more} more are in the data."))
-            sections.append(Section(title=result.caption, blocks=blocks, level=2))
-    return sections
+                whole = as_table(result, analysis)
+                appendix.append(Section(title=f"Appendix: {result.caption}", blocks=[whole]))
+                table = shown_part(table, result, max_rows, "the appendix")
+            sections.append(Section(title=result.caption, blocks=[table], level=2))
+    return sections, appendix
+
+
+def shown_part(table: Table, result: ResultTable, rows: int, rest: str) -> Table:
+    """The first `rows` rows of a result's table, its caption saying which part they are ("top 8 of 12", the
+    largest first, or "first 8 of 12 rows") and where all of them are (`rest`); the whole table when it fits."""
+    if len(table.rows) <= rows:
+        return table
+    total = len(table.rows)
+    part = f"top {rows} of {total}" if result.kind in ("breakdown", "cross") else f"first {rows} of {total} rows"
+    caption = f"{table.caption}: {part} (all {total} in {rest})"
+    return Table(headers=table.headers, rows=table.rows[:rows], caption=caption, chart=table.chart)
 
 
 def analysis_tables(analyses: list[Analysis], preview_rows: int = 1000) -> list[Table]:

@@ -26,7 +26,7 @@ from canvas_core.blocks.deliverable import (
     title,
 )
 from canvas_core.render import RenderCheckError, html, html_check
-from canvas_core.render.structure import plain, same_data
+from canvas_core.render.structure import drop_repeated_statements, plain, same_data
 from canvas_core.tables import Table
 
 INSTRUCTIONS = (
@@ -51,6 +51,7 @@ def build(ctx: BlockContext, instructions: str, builtin: Callable[[html.AppSpec]
         # comes from the inputs' tables.
         source_text = answer if "<" not in answer else material(ctx)
         outline = compose(ctx, source_text, with_input_tables=False)
+        drop_repeated_statements(outline)
         analysed = analysed_inputs(ctx, analyses)
         tables = _unique([*analysis_tables(analyses), *input_tables(ctx, analysed), *outline.captioned_tables()])
         page_title = outline.title

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from canvas_core.agents.material import compose as compose_prompt
 from canvas_core.agents.material import number_sources, strip_sources_section
-from canvas_core.agents.outline import Outline, read_request, title_for
+from canvas_core.agents.outline import FUNCTION_WORDS, Outline, read_request, title_for
 from canvas_core.agents.personas import role_of, system_prompt
 from canvas_core.analysis.findings import Analysis
 from canvas_core.blocks.analysis import with_analyses
@@ -297,10 +297,18 @@ def store(
     content_type: str,
     check: Callable[[bytes], object],
     label: str,
+    qualifier: str = "",
 ) -> Artifact:
-    """Reopen the file with `check` and store it; a file that does not reopen fails the block unstored."""
+    """Reopen the file with `check` and store it; a file that does not reopen fails the block unstored. Its name
+    is the title's (`qualifier` after it), cut between words and never on a function word, and not the name of
+    a file the run already holds where this block sees it (the uploads, its inputs' files, its own)."""
     try:
         check(data)
     except RenderCheckError as exc:
         raise BlockFatalError(f"The {label} could not be produced: {exc}. Nothing was stored; run it again") from exc
-    return ctx.save_artifact(file_name(title, kind, fallback=label.replace(" ", "-")), kind, data, content_type)
+    taken = [u.name for u in ctx.run.uploads] + [a.name for n in ctx.inputs for a in n.artifacts]
+    taken += [a.name for a in ctx.saved]
+    name = file_name(
+        title, kind, fallback=label.replace(" ", "-"), stop_words=FUNCTION_WORDS, taken=taken, qualifier=qualifier
+    )
+    return ctx.save_artifact(name, kind, data, content_type)

@@ -19,7 +19,7 @@ from canvas_core.blocks.deliverable import (
     store,
 )
 from canvas_core.render import docx
-from canvas_core.render.structure import to_markdown
+from canvas_core.render.structure import drop_repeated_statements, to_markdown
 
 INSTRUCTIONS = (
     "Write this as a report in Markdown. Start with '# ' and a specific title. Then '## ' sections: an executive "
@@ -41,8 +41,10 @@ def run(ctx: BlockContext) -> BlockOutput:
     report = compose(ctx, draft(ctx, instructions, analyses=analyses), parts=parts, exclude=analysed)
     if analyses:
         at = 1 if report.sections and report.sections[0].level == 1 else 0
-        computed = [findings_section(analyses, "Findings"), *result_sections(analyses)]
-        report.sections[at:at] = computed
+        results, appendix = result_sections(analyses)
+        report.sections[at:at] = [findings_section(analyses, "Findings"), *results]
+        report.sections += appendix
+    drop_repeated_statements(report)
     report.figures = input_figures(ctx)
     data = docx.render_report(report)
     artifact = store(ctx, report.title, "docx", data, docx.CONTENT_TYPE, docx.check_docx, label="report")

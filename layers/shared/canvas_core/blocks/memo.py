@@ -18,7 +18,7 @@ from canvas_core.blocks.deliverable import (
     store,
 )
 from canvas_core.render import docx
-from canvas_core.render.structure import BulletList, MemoHeader, extract_fields, to_markdown
+from canvas_core.render.structure import BulletList, MemoHeader, drop_repeated_statements, extract_fields, to_markdown
 
 INSTRUCTIONS = (
     "Write this as a memo in Markdown. First lines: 'To: <audience>', 'From: <author>', 'Subject: <one line>'. "
@@ -48,6 +48,7 @@ def run(ctx: BlockContext) -> BlockOutput:
         subject=fields.get("subject") or fields.get("re") or memo.title,
     )
     memo.title = header.subject
+    drop_repeated_statements(memo)
     memo.sections = memo.sections[:MAX_SECTIONS]
     for section in memo.sections:
         for block in section.blocks:

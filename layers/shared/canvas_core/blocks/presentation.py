@@ -13,7 +13,14 @@ import re
 
 from canvas_core.agents.outline import generic_parts
 from canvas_core.analysis.findings import Analysis, number
-from canvas_core.blocks.analysis import analysed_inputs, as_table, chart_table, findings_section, run_analyses
+from canvas_core.blocks.analysis import (
+    analysed_inputs,
+    as_table,
+    chart_table,
+    findings_section,
+    run_analyses,
+    shown_part,
+)
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import (
     CITE,
@@ -34,6 +41,7 @@ from canvas_core.render.structure import (
     BulletList,
     Figure,
     Section,
+    drop_repeated_statements,
     to_markdown,
 )
 from canvas_core.tables import Table
@@ -69,6 +77,7 @@ def run(ctx: BlockContext) -> BlockOutput:
         artifacts.append(workbook)
         deck.sections = [findings_section(analyses), *deck.sections, *visuals]
         deck.appendix = appendix(analyses, workbook.name)
+    drop_repeated_statements(deck)
     deck.logo, deck.figures = split_logo(input_figures(ctx), ctx.run.prompt)
     limit = plan.count - 1 if plan.count else None
     data = pptx.render_deck(deck, max_slides=limit)
@@ -91,9 +100,9 @@ def analysis_slides(analyses: list[Analysis]) -> list[Section]:
                 sections.append(Section(title=result.caption, blocks=[chart]))
             elif result.kind in ("ranking", "cross"):
                 table = as_table(result, analysis)
-                table.rows, table.chart = table.rows[: pptx.TABLE_ROWS_PER_SLIDE], "none"
-                title = result.caption if result.kind == "ranking" else f"{result.caption}: the largest"
-                sections.append(Section(title=title, blocks=[table]))
+                table = shown_part(table, result, pptx.TABLE_ROWS_PER_SLIDE, "the attached workbook")
+                table.chart = "none"
+                sections.append(Section(title=result.caption, blocks=[table]))
     return sections
 
 
@@ -133,7 +142,7 @@ def _attach_workbook(ctx: BlockContext, title: str, analyses: list[Analysis]) ->
     spec = analysed_workbook(title, analyses)
     spec.references = references(ctx)
     data = xlsx.render_workbook(spec)
-    return store(ctx, f"{title} data", "xlsx", data, xlsx.CONTENT_TYPE, xlsx.check_xlsx, label="workbook")
+    return store(ctx, title, "xlsx", data, xlsx.CONTENT_TYPE, xlsx.check_xlsx, label="workbook", qualifier="data")
 
 
 def split_logo(figures: list[Figure], prompt: str) -> tuple[Figure | None, list[Figure]]:

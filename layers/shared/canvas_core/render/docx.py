@@ -36,6 +36,7 @@ from canvas_core.textsafety import one_line
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 MAX_TABLE_ROWS = 100  # a longer table belongs in a spreadsheet; the report shows its head and says so
+KEEP_WHOLE_ROWS = 20  # a table of at most this many rows fits a page: it starts on the page that can hold it
 ACCENT = RGBColor(0x1F, 0x4E, 0x79)
 MUTED = RGBColor(0x59, 0x59, 0x59)
 LINK = RGBColor(0x05, 0x63, 0xC1)
@@ -185,9 +186,20 @@ def _add_table(doc: DocxDocument, table: Table, number: int) -> None:
                 run.bold = True
             if r > 0 and kinds[c] in ("number", "currency", "percent"):
                 p.alignment = WD_ALIGN_PARAGRAPH.RIGHT
-    # The header row repeats on every page a long table spans.
-    header_props = grid.rows[0]._tr.get_or_add_trPr()
-    header_props.append(OxmlElement("w:tblHeader"))
+    # A row never breaks across pages: a renderer that splits one (LibreOffice) draws the repeated header over an
+    # empty remainder of it on the next page. The header row repeats on every page a long table spans, and a
+    # short table (one page at most) is kept whole, with its caption, on the page it starts on.
+    keep_whole = len(rows) <= KEEP_WHOLE_ROWS
+    caption.paragraph_format.keep_with_next = True
+    for r, row in enumerate(grid.rows):
+        props = row._tr.get_or_add_trPr()
+        props.append(OxmlElement("w:cantSplit"))
+        if r == 0:
+            props.append(OxmlElement("w:tblHeader"))
+        if keep_whole and r < len(grid.rows) - 1:
+            for cell in row.cells:
+                for paragraph in cell.paragraphs:
+                    paragraph.paragraph_format.keep_with_next = True
     if len(table.rows) > MAX_TABLE_ROWS:
         note = doc.add_paragraph()
         run = note.add_run(f"First {MAX_TABLE_ROWS} of {len(table.rows)} rows.")

@@ -177,7 +177,7 @@ def _section_slides(sections: list[Section], counted: bool) -> list[SlideSpec]:
             elif isinstance(block, BulletList):
                 bullets += block.items
             else:
-                visuals += _table_slides(block, title)[: 2 if counted else None]
+                visuals += _table_slides(block, title, slides=2 if counted else None)
         groups = split_bullets(bullets)
         for n, group in enumerate(groups[:1] if counted else groups):
             slides.append(SlideSpec(title=title if n == 0 else f"{title} (cont.)", bullets=group))
@@ -198,16 +198,26 @@ def _fit(slides: list[SlideSpec], limit: int) -> list[SlideSpec]:
     return slides
 
 
-def _table_slides(table: Table, section_title: str) -> list[SlideSpec]:
+def _table_slides(table: Table, section_title: str, slides: int | None = None) -> list[SlideSpec]:
+    """A table's chart (when it makes one) and its rows in pages, at most `slides` in all; a title says what part
+    of the table a slide shows when it does not show all of it (rows left out, columns past the sixth)."""
     name = plain(table.caption) or section_title
     out = []
     if chartable(table):
         out.append(SlideSpec(title=name, chart=table))
         if table.chart:
             return out
+    columns = len(table.headers)
+    if columns > TABLE_MAX_COLUMNS:
+        name += f" (first {TABLE_MAX_COLUMNS} of {columns} columns)"
     chunks = [table.rows[i : i + TABLE_ROWS_PER_SLIDE] for i in range(0, len(table.rows), TABLE_ROWS_PER_SLIDE)]
-    for n, rows in enumerate(chunks or [[]]):
-        suffix = f" ({n + 1}/{len(chunks)})" if len(chunks) > 1 else ""
+    shown = chunks[: max(1, slides - len(out))] if slides is not None else chunks
+    for n, rows in enumerate(shown or [[]]):
+        if len(shown) < len(chunks):
+            first = n * TABLE_ROWS_PER_SLIDE + 1
+            suffix = f": rows {first}\u2013{first + len(rows) - 1} of {len(table.rows)}"
+        else:
+            suffix = f" ({n + 1}/{len(chunks)})" if len(chunks) > 1 else ""
         out.append(SlideSpec(title=name + suffix, table=Table(table.headers, rows, table.caption)))
     return out
 

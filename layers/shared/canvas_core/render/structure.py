@@ -13,8 +13,10 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from canvas_core.prompt_format import NOT_COVERED, NOTHING_YET
 from canvas_core.tables import (
     SEPARATOR,
     Table,
@@ -395,6 +397,88 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])", text or "") if s.strip()]
 
 
+# ---- statements said once ---------------------------------------------------------------------------------------
+
+# What each part says of itself when the material has nothing for it: the next part may say it too.
+_PLACEHOLDERS = frozenset(" ".join(t.lower().rstrip(".").split()) for t in (NOT_COVERED, NOTHING_YET))
+_CITATION = re.compile(r"\s*\[\d+(?:\s*[,\u2013-]\s*\d+)*\]")
+
+
+def statement_key(text: str) -> str:
+    """A statement as compared with another: its words, without citation marks, emphasis, case or spacing."""
+    return " ".join(_CITATION.sub("", plain(text)).split()).rstrip(" .;:!").lower()
+
+
+def _says(longer: str, shorter: str) -> bool:
+    """Whether statement `longer` says all `shorter` does: the same, or `shorter` and then more after a clause
+    mark ("X had the highest: 5." is said by "X had the highest: 5; Y the lowest: 1.")."""
+    return bool(shorter) and (
+        longer == shorter
+        or (longer.startswith(shorter) and longer[len(shorter) : len(shorter) + 1] in ";,:(")
+        or longer.startswith(shorter + " (")
+    )
+
+
+def drop_repeated_statements(deliverable: Deliverable) -> None:
+    """Each statement (a bullet, a sentence of a paragraph) once per section: one another statement of the section
+    says as well (the same words without citation marks, or those and more) goes, the cited one of two equal ones
+    staying; and none a section repeats from the section just before it. A section left with nothing (and no
+    subsections) goes too."""
+    previous: list[str] = []
+    kept_sections: list[Section] = []
+    for n, section in enumerate(deliverable.sections):
+        units = [(b, i, text) for b, block in enumerate(section.blocks) for i, text in enumerate(_statements(block))]
+        keys = [statement_key(text) for _, _, text in units]
+        cited = [bool(_CITATION.search(text)) for _, _, text in units]
+
+        dropped = {(b, i) for k, (b, i, _) in enumerate(units) if _repeated(k, keys, cited, previous)}
+        if dropped:
+            _drop_statements(section, dropped)
+        previous = [key for k, key in enumerate(keys) if (units[k][0], units[k][1]) not in dropped]
+        emptied = bool(dropped) and not section.blocks
+        if not emptied or _followed_by_subsection(deliverable.sections, n):
+            kept_sections.append(section)
+    deliverable.sections = kept_sections
+
+
+def _repeated(k: int, keys: list[str], cited: list[bool], previous: list[str]) -> bool:
+    """Whether statement `k` of a section is said by the section before it, or by another of its own (of two
+    equal ones, the cited one stays, else the first)."""
+    if keys[k] not in _PLACEHOLDERS and any(_says(p, keys[k]) for p in previous):
+        return True
+    return any(
+        j != k and _says(other, keys[k]) and (other != keys[k] or (cited[j], -j) > (cited[k], -k))
+        for j, other in enumerate(keys)
+    )
+
+
+def _statements(block: Block) -> list[str]:
+    if isinstance(block, BulletList):
+        return list(block.items)
+    if isinstance(block, Paragraph) and not block.code:
+        return sentences(block.text)
+    return []
+
+
+def _drop_statements(section: Section, dropped: set[tuple[int, int]]) -> None:
+    blocks: list[Block] = []
+    for b, block in enumerate(section.blocks):
+        kept = [t for i, t in enumerate(_statements(block)) if (b, i) not in dropped]
+        if isinstance(block, BulletList) and len(kept) < len(block.items):
+            if kept:
+                blocks.append(BulletList(items=kept, ordered=block.ordered))
+        elif isinstance(block, Paragraph) and not block.code and len(kept) < len(sentences(block.text)):
+            if kept:
+                blocks.append(Paragraph(" ".join(kept)))
+        else:
+            blocks.append(block)
+    section.blocks = blocks
+
+
+def _followed_by_subsection(sections: list[Section], n: int) -> bool:
+    return n + 1 < len(sections) and sections[n + 1].level > sections[n].level
+
+
 # ---- names ----------------------------------------------------------------------------------------------------
 
 
@@ -427,13 +511,39 @@ def long_date(day: dt.date) -> str:
     return f"{day:%B} {day.day}, {day.year}"
 
 
-def file_name(title: str, extension: str, fallback: str = "deliverable") -> str:
-    """A readable, portable file name: `Quarterly sales review` -> `quarterly-sales-review.xlsx`."""
+MAX_FILE_STEM = 60  # with its extension, a name stays short enough to read in a listing and to type
+
+
+def file_name(
+    title: str,
+    extension: str,
+    fallback: str = "deliverable",
+    stop_words: frozenset[str] = frozenset(),
+    taken: Collection[str] = (),
+    qualifier: str = "",
+) -> str:
+    """A readable, portable file name: `Quarterly sales review` -> `quarterly-sales-review.xlsx`. A long title is
+    cut between words, never after one of `stop_words` (a title's function words: "...first-half-of"), with
+    `qualifier` kept after the cut (`...-data`); a name in `taken` gets `-2`, `-3`, ... instead."""
     ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
-    if len(slug) > 60:
-        slug = slug[:60].rsplit("-", 1)[0]
-    return f"{slug or fallback}.{extension}"
+    words = re.findall(r"[a-z0-9]+", ascii_title.lower())
+    tail = re.findall(r"[a-z0-9]+", qualifier.lower())
+    room = MAX_FILE_STEM - len("-".join(tail)) - (1 if tail else 0)
+    kept: list[str] = []
+    for word in words:
+        if len("-".join([*kept, word])) > room:
+            break
+        kept.append(word)
+    if words and not kept:
+        kept = [words[0][:room]]
+    while len(kept) > 1 and kept[-1] in stop_words:
+        kept.pop()
+    stem = "-".join((kept or [fallback]) + tail)
+    used = {t.lower() for t in taken}
+    name, n = f"{stem}.{extension}", 2
+    while name.lower() in used:
+        name, n = f"{stem}-{n}.{extension}", n + 1
+    return name
 
 
 # ---- back to markdown (a block's content, the run's final output) ---------------------------------------------
