@@ -64,6 +64,7 @@ upgrade moves or reshapes any of these seams, and compare what each shortcut ans
 from __future__ import annotations
 
 import base64
+import bisect
 import contextlib
 import copy
 import copyreg
@@ -664,11 +665,58 @@ def install_packed_items() -> None:
     """Tables created from now on keep their items packed (process-wide, idempotent)."""
     Table.__init__ = _packed_table_init  # type: ignore[method-assign]
     DynamoDBBackend.update_item = _update_and_store  # type: ignore[method-assign]
+    Table.scan = _scan_evaluating_limit  # type: ignore[method-assign]
 
 
 def uninstall_packed_items() -> None:
     Table.__init__ = _ORIGINAL_TABLE_INIT  # type: ignore[method-assign]
     DynamoDBBackend.update_item = _ORIGINAL_UPDATE_ITEM  # type: ignore[method-assign]
+    Table.scan = _ORIGINAL_SCAN  # type: ignore[method-assign]
+
+
+_ORIGINAL_SCAN = Table.scan
+_SCAN_SIGNATURE = inspect.signature(_ORIGINAL_SCAN)
+
+
+def _scan_evaluating_limit(self: Table, *args: Any, **kwargs: Any) -> Any:
+    """moto's scan stops after `Limit` items, but first sorts every item of the table (`all_items`), which on a packed
+    table builds each of them from its bytes: the retention sweep (500 items a minute, retention.py) built the whole
+    table each time, 0.64 s for 16,000 items. On a packed table (no index, no segments) the keys are sorted instead, in
+    moto's order, and only the `Limit` items after the start key are built and handed to moto's scan; the last of them
+    is where the next page starts, as moto says it."""
+    arguments = _SCAN_SIGNATURE.bind(self, *args, **kwargs).arguments
+    limit = arguments.get("limit")
+    if (
+        not limit
+        or arguments.get("index_name")
+        or tuple(arguments.get("segments") or (None, None)) != (None, None)
+        or not isinstance(self.items, PackedItems | PackedPartitions)
+    ):
+        return _ORIGINAL_SCAN(self, *args, **kwargs)
+    if isinstance(self.items, PackedPartitions):
+        keys = sorted((hash_key, range_key) for hash_key, partition in self.items.items() for range_key in partition)
+    else:
+        keys = sorted((hash_key, None) for hash_key in self.items)
+    position = 0
+    start = arguments.get("exclusive_start_key")
+    if start:
+        after = DynamoType(start[self.hash_key_attr])
+        ranged = self.range_key_attr is not None
+        position = bisect.bisect_right(
+            [key[0] for key in keys] if not ranged else keys,
+            (after, DynamoType(start[self.range_key_attr])) if ranged else after,
+        )
+    window = keys[position : position + limit]
+    candidates = [item for item in (self.get_item(h, r) for h, r in window) if item is not None]
+    arguments.update(limit=None, exclusive_start_key=None)
+    self.all_items = lambda: candidates  # type: ignore[method-assign]
+    try:
+        results, scanned, last = _ORIGINAL_SCAN(**arguments)
+    finally:
+        del self.all_items
+    if last is None and candidates and position + limit < len(keys):
+        last = self._get_last_evaluated_key(candidates[-1], None)
+    return results, scanned, last
 
 
 def _packed_table_init(self: Table, *args: Any, **kwargs: Any) -> None:

@@ -1343,3 +1343,62 @@ def test_packed_items_answer_every_read_as_motos_own_storage(backend_locks):
     assert not isinstance(storage[0], moto_patch.PackedPartitions)
     assert isinstance(storage[1], moto_patch.PackedPartitions)
     assert storage[1].packed_bytes() > 0
+
+
+def scan_pages(dynamodb: Any, table: str, **options: Any) -> list[dict[str, Any]]:
+    pages, start = [], None
+    while True:
+        page = dynamodb.scan(TableName=table, **options, **({"ExclusiveStartKey": start} if start else {}))
+        pages.append(page)
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return pages
+
+
+@pytest.mark.parametrize("table", [TABLE, "plain"])
+def test_a_scan_with_a_limit_on_packed_items_builds_only_the_items_it_evaluates(backend_locks, table, monkeypatch):
+    # Given a table with a range key and one without, 23 items each, 3 of them expired, on packed items
+    from moto.dynamodb.models import dynamodb_backends
+
+    built = []
+    unpack = moto_patch.PackedItems._unpack
+    monkeypatch.setattr(moto_patch.PackedItems, "_unpack", lambda self, *a: built.append(1) or unpack(self, *a))
+    with mock_aws():
+        moto_patch.install_packed_items()
+        try:
+            dynamodb = aws_client("dynamodb")
+            create_table(dynamodb)
+            dynamodb.create_table(
+                TableName="plain",
+                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            for i in range(23):
+                key = (
+                    {"pk": {"S": f"p{i % 4}"}, "sk": {"S": f"{i:02}"}} if table == TABLE else {"id": {"S": f"i{i:02}"}}
+                )
+                dynamodb.put_item(TableName=table, Item={**key, "ttl": {"N": "5" if i in (3, 11, 20) else "99"}})
+            expired = {"FilterExpression": "#t <= :now", "ExpressionAttributeNames": {"#t": "ttl"}}
+            expired["ExpressionAttributeValues"] = {":now": {"N": "10"}}
+
+            # When it is scanned for the expired ones 5 items at a time, and whole
+            built.clear()
+            pages = scan_pages(dynamodb, table, Limit=5, **expired)
+            built_for_pages = len(built)
+            whole = dynamodb.scan(TableName=table, **expired)["Items"]
+            every = [item for page in scan_pages(dynamodb, table, Limit=5) for item in page["Items"]]
+            storage = dynamodb_backends["123456789012"]["us-east-1"].get_table(table).items
+            assert isinstance(storage, moto_patch.PackedItems | moto_patch.PackedPartitions)
+        finally:
+            moto_patch.uninstall_packed_items()
+
+    # Then each page evaluated 5 items (the last what was left), building only those, and the pages found what one
+    # scan finds
+    assert [page["ScannedCount"] for page in pages] == [5, 5, 5, 5, 3]
+    assert built_for_pages == 23
+    assert sorted(str(item) for page in pages for item in page["Items"]) == sorted(str(item) for item in whole)
+    assert len(whole) == 3
+    # And a scan without a filter, page after page, reads every item once
+    assert len(every) == 23
+    assert len({str(item) for item in every}) == 23

@@ -1,0 +1,83 @@
+"""What a scan with a `Limit` costs on moto's own item storage and on packed items (moto_patch.PackedItems), as the
+retention sweep scans (retention.py: 500 items a minute, a filter that keeps the expired ones). Not part of
+`make bench`:
+
+    .venv/bin/python -m bench.packed_scan [--items 16000]
+
+Prints `packed_scan_<storage>_s`, the seconds of one scan of the table's first 500 items, for moto's storage, packed
+items with moto's scan (every item built to be sorted), and packed items with the scan that builds only what it reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+import boto3
+from moto import mock_aws
+from moto.dynamodb.models import dynamodb_backends
+
+from canvas_local import moto_patch
+
+STORAGES = ("moto", "packed_sorting_all", "packed")
+
+
+def scan_seconds(storage: str, items: int) -> float:
+    with mock_aws():
+        moto_patch.install_untracked_models()
+        if storage != "moto":
+            moto_patch.install_packed_items()
+        if storage == "packed_sorting_all":
+            from moto.dynamodb.models.table import Table
+
+            Table.scan = moto_patch._ORIGINAL_SCAN  # type: ignore[method-assign]
+        try:
+            dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+            dynamodb.create_table(
+                TableName="t",
+                BillingMode="PAY_PER_REQUEST",
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk")],
+            )
+            backend = dynamodb_backends["123456789012"]["us-east-1"]
+            for i in range(items):  # a canvas's nodes: 8 to a partition, about 0.7 kB each as JSON
+                backend.put_item(
+                    "t",
+                    {
+                        "pk": {"S": f"canvas-{i // 8:08d}"},
+                        "sk": {"S": f"NODE#{i % 8}"},
+                        "status": {"S": "completed"},
+                        "content": {"S": "x" * 500},
+                        "credits": {"N": "10"},
+                        "expires_at": {"N": str(1_900_000_000 + i)},
+                        "meta": {"M": {"model": {"S": "offline"}, "tokens": {"N": "170"}}},
+                        "inputs": {"L": [{"S": "a"}, {"S": "b"}]},
+                    },
+                )
+            started = time.perf_counter()
+            dynamodb.scan(
+                TableName="t",
+                Limit=500,
+                FilterExpression="#t <= :now",
+                ExpressionAttributeNames={"#t": "expires_at"},
+                ExpressionAttributeValues={":now": {"N": "1800000000"}},
+            )
+            return time.perf_counter() - started
+        finally:
+            moto_patch.uninstall_packed_items()
+            moto_patch.uninstall_untracked_models()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.packed_scan", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=16_000)
+    args = parser.parse_args(argv)
+    for storage in STORAGES:
+        print(f"packed_scan_{storage}_s {scan_seconds(storage, args.items):.3f} ({args.items} items, Limit 500)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
