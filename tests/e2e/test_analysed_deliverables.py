@@ -10,15 +10,19 @@ from __future__ import annotations
 import csv
 import io
 import random
+import re
 from collections import defaultdict
 
 import httpx
 import pytest
+from docx import Document
 from openpyxl import load_workbook
 from pptx import Presentation
 
+from canvas_core.agents.outline import FUNCTION_WORDS
 from canvas_core.render.docx import check_docx
 from canvas_core.render.pptx import check_pptx
+from canvas_core.render.structure import sentences, statement_key
 from tests.e2e.conftest import poll_until_finished
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -81,6 +85,10 @@ def run(http: httpx.Client, prompt: str, template: str | None, rows: list[dict])
     result = poll_until_finished(http, created.json()["data"]["run_id"], timeout=240)
     assert result["status"] == "completed", result.get("errors")
     return result
+
+
+def artifact_names(result: dict) -> list[str]:
+    return [item["name"] for item in result["result"]["artifacts"]]
 
 
 def artifacts(result: dict, kind: str) -> list[bytes]:
@@ -184,11 +192,77 @@ def test_the_report_and_the_memo_state_the_breakdowns_and_the_answer_names_the_b
     assert "No material was provided" not in ANSWER[0] and "sales.csv" in ANSWER[0]
 
 
+# The request of a user who asks for the first half of the year by region and product, and which region did best.
+ASKED = "Monthly revenue by region and product for the first half of 2025; which region did best?"
+
+
+def slide_statements(deck: bytes) -> list[tuple[str, list[str]]]:
+    """Each slide's title and the statements its text boxes hold (its page number aside)."""
+    return [(s.title, [t for t in s.texts if not re.fullmatch(r"\d+ / \d+", t)]) for s in check_pptx(deck)]
+
+
+def docx_sections(data: bytes) -> list[tuple[str, list[str]]]:
+    """Each heading of a Word document with the sentences of the text under it (tables' captions aside)."""
+    found: list[tuple[str, list[str]]] = [("", [])]
+    for paragraph in Document(io.BytesIO(data)).paragraphs:
+        style = paragraph.style.name if paragraph.style is not None else ""
+        if style.startswith("Heading"):
+            found.append((paragraph.text, []))
+        elif paragraph.text.strip() and style not in ("Caption", "Title"):
+            found[-1][1].extend(sentences(paragraph.text))
+    return found
+
+
+def test_a_statement_is_said_once_per_section_and_no_section_repeats_the_one_before_it():
+    for name, sections in (
+        ("deck", slide_statements(ASKED_DECK[0])),
+        ("report", docx_sections(REPORT[0])),
+        ("asked report", docx_sections(ASKED_REPORT[0])),
+    ):
+        previous: set[str] = set()
+        for title, statements in sections:
+            keys = [statement_key(s) for s in statements]
+            assert len(keys) == len(set(keys)), (name, title, statements)
+            assert not previous & set(keys), (name, title, previous & set(keys))
+            previous = set(keys)
+
+
+def test_a_slide_showing_part_of_a_result_says_which_part_and_where_the_rest_is():
+    # Given the region and product combinations the rows hold, more than a slide's table shows
+    combinations = {(r["region"], r["product"]) for r in SALES}
+    # When (the deck is made once per module, below)
+    deck = Presentation(io.BytesIO(ASKED_DECK[0]))
+    tables = {s.shapes.title.text: shape.table for s in deck.slides for shape in s.shapes if shape.has_table}
+    # Then the table of the combinations holds the largest, and its title says how many of how many, and where
+    [(title, table)] = [(t, v) for t, v in tables.items() if t.startswith("Revenue by region and product")]
+    shown = len(table.rows) - 1
+    assert shown < len(combinations)
+    assert f"top {shown} of {len(combinations)}" in title and "workbook" in title
+    # And every table slide that shows fewer rows than its data has says so in its title
+    for title, table in tables.items():
+        if title.startswith("sales.csv"):
+            assert f"first {len(table.rows) - 1} of {len(SALES)} rows" in title
+
+
+def test_file_names_are_whole_words_of_the_title_never_ending_on_a_function_word_and_unique():
+    for result in ASKED_RUNS:
+        names = artifact_names(result)
+        assert len(names) == len(set(names)), names
+        title = re.findall(r"[a-z0-9]+", ASKED.lower())
+        for name in names:
+            stem = name.rsplit(".", 1)[0].removesuffix("-data").split("-")
+            assert stem == title[: len(stem)], name
+            assert stem[-1] not in FUNCTION_WORDS, name
+
+
 WORKBOOK: list[bytes] = []
 DECK: list[bytes] = []
 REPORT: list[bytes] = []
 MEMO: list[bytes] = []
 ANSWER: list[str] = []
+ASKED_DECK: list[bytes] = []
+ASKED_REPORT: list[bytes] = []
+ASKED_RUNS: list[dict] = []
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -200,6 +274,9 @@ def deliverables(http):
     REPORT[:] = artifacts(run(http, "Write a report on revenue by region and product", "report", SALES), "docx")
     MEMO[:] = artifacts(run(http, "Write a memo to the sales team on revenue by region", "memo", SALES), "docx")
     ANSWER[:] = [run(http, "Which product or region did best?", None, SALES)["result"]["final_output"]]
+    ASKED_RUNS[:] = [run(http, ASKED, "slides", SALES), run(http, ASKED, "report", SALES)]
+    ASKED_DECK[:] = artifacts(ASKED_RUNS[0], "pptx")
+    ASKED_REPORT[:] = artifacts(ASKED_RUNS[1], "docx")
     yield
 
 

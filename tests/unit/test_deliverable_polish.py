@@ -153,12 +153,14 @@ def test_a_section_does_not_repeat_the_section_before_it_and_one_left_empty_goes
             Section("Summary", [Paragraph("Sales grew by 4 % [1]. The west led. Costs were flat.")]),
             Section("Findings", [BulletList(["The west led [1].", "Returns fell to 2 %.", "Sales grew by 4 %."])]),
             Section("Returns", [BulletList(["Returns fell to 2 % [1]."])]),
+            Section("Return rates", [BulletList(["Returns fell to 2 %."])]),
             Section("Outlook", [Paragraph("Sales grew by 4 %; the outlook is steady.")]),
         ],
     )
     # When
     drop_repeated_statements(deliverable)
-    # Then Findings keeps only what Summary did not say, Returns is gone, and Outlook (not next to Summary) stays
+    # Then Findings keeps only what Summary did not say, the parts only repeating it are gone (the section before
+    # the second is Findings still), and Outlook, not next to Summary, says what it says
     assert [s.title for s in deliverable.sections] == ["Summary", "Findings", "Outlook"]
     assert deliverable.sections[1].blocks[0].items == ["Returns fell to 2 %."]  # type: ignore[union-attr]
     assert deliverable.sections[2].blocks[0].text == "Sales grew by 4 %; the outlook is steady."  # type: ignore[union-attr]

@@ -434,10 +434,10 @@ def drop_repeated_statements(deliverable: Deliverable) -> None:
         dropped = {(b, i) for k, (b, i, _) in enumerate(units) if _repeated(k, keys, cited, previous)}
         if dropped:
             _drop_statements(section, dropped)
-        previous = [key for k, key in enumerate(keys) if (units[k][0], units[k][1]) not in dropped]
         emptied = bool(dropped) and not section.blocks
         if not emptied or _followed_by_subsection(deliverable.sections, n):
             kept_sections.append(section)
+            previous = [key for k, key in enumerate(keys) if (units[k][0], units[k][1]) not in dropped]
     deliverable.sections = kept_sections
 
 
