@@ -481,3 +481,26 @@ def test_the_viewers_rerun_with_a_body_nested_too_deeply_is_a_400_not_a_crash(aw
     assert response["statusCode"] == 400, response["body"]
     assert "Request body is nested too deeply: more than 200 levels" in body_of(response)["error"]
     assert [r.run_id for r in Store().list_runs(account.account_id, 10, None)[0]] == [mine.run_id]
+
+
+def test_the_viewers_rerun_refused_by_its_rules_answers_their_text(aws, account, function, context):
+    # Given an ended run of the caller, and a session
+    mine, (_, second) = ended_run_with_a_chain(account.account_id)
+    cookie, csrf = sign_in(function, context, account.api_key)
+    path = f"/portal/api/canvas/{mine.canvas_id}/blocks/{second}/rerun"
+
+    # When the re-run's body breaks a rule of the re-run (a misspelt field, instructions too long)
+    misspelt = portal_call(function, context, "POST", path, cookie=cookie, csrf=csrf, body={"instruction": "x"})
+    too_long = portal_call(
+        function, context, "POST", path, cookie=cookie, csrf=csrf, body={"instructions": "x" * 10_001}
+    )
+
+    # Then each is answered with the rule's own text, as POST /v1/.../rerun answers it
+    assert (misspelt["statusCode"], body_of(misspelt)["error"]) == (
+        400,
+        "Unknown field 'instruction': the body takes only instructions",
+    )
+    assert (too_long["statusCode"], body_of(too_long)["error"]) == (
+        400,
+        "instructions is too long: 10001 characters (maximum 10000)",
+    )
