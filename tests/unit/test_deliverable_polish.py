@@ -111,6 +111,14 @@ def test_files_a_block_stores_under_one_title_have_different_names_and_none_an_u
     ]
     # Then each has a name of its own, none the upload's or the input's
     assert names == ["sales-review-2.xlsx", "sales-review-3.xlsx", "sales-review-2.csv"]
+    # And a long title is cut as a title is, where a modifier starts, a qualifier after it
+    long = "Monthly revenue by region and product for the first half of 2026"
+    assert [
+        store(ctx, long, "pptx", b"x", "x", lambda data: None, label="deck", qualifier=q).name for q in ("", "data")
+    ] == [
+        "monthly-revenue-by-region-and-product.pptx",
+        "monthly-revenue-by-region-and-product-data.pptx",
+    ]
 
 
 # ---- statements said once -------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from canvas_core.agents.material import compose as compose_prompt
 from canvas_core.agents.material import number_sources, strip_sources_section
-from canvas_core.agents.outline import FUNCTION_WORDS, Outline, read_request, title_for
+from canvas_core.agents.outline import FUNCTION_WORDS, Outline, read_request, shorten, title_for
 from canvas_core.agents.personas import role_of, system_prompt
 from canvas_core.analysis.findings import Analysis
 from canvas_core.blocks.analysis import with_analyses
@@ -28,6 +28,7 @@ from canvas_core.prompt_format import NOT_COVERED, NOTHING_YET, is_internal, out
 from canvas_core.prompt_format import without_outline as _without_outline
 from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import (
+    MAX_FILE_STEM,
     BulletList,
     Deliverable,
     Figure,
@@ -300,15 +301,22 @@ def store(
     qualifier: str = "",
 ) -> Artifact:
     """Reopen the file with `check` and store it; a file that does not reopen fails the block unstored. Its name
-    is the title's (`qualifier` after it), cut between words and never on a function word, and not the name of
-    a file the run already holds where this block sees it (the uploads, its inputs' files, its own)."""
+    is the title's (`qualifier` after it), a long one cut as a title is (where a clause ends or a modifier
+    starts: "...by region and product", not "...for the first half of"), never on a function word, and not the
+    name of a file the run already holds where this block sees it (the uploads, its inputs' files, its own)."""
     try:
         check(data)
     except RenderCheckError as exc:
         raise BlockFatalError(f"The {label} could not be produced: {exc}. Nothing was stored; run it again") from exc
     taken = [u.name for u in ctx.run.uploads] + [a.name for n in ctx.inputs for a in n.artifacts]
     taken += [a.name for a in ctx.saved]
+    room = MAX_FILE_STEM - (len(qualifier) + 1 if qualifier else 0)
     name = file_name(
-        title, kind, fallback=label.replace(" ", "-"), stop_words=FUNCTION_WORDS, taken=taken, qualifier=qualifier
+        shorten(title, room),
+        kind,
+        fallback=label.replace(" ", "-"),
+        stop_words=FUNCTION_WORDS,
+        taken=taken,
+        qualifier=qualifier,
     )
     return ctx.save_artifact(name, kind, data, content_type)
