@@ -395,6 +395,22 @@ def print_table(outcomes: list[Outcome], run_timeout: float) -> None:
             print(f"  {o.template} FAILED CHECK: {line[:400]}")
 
 
+def markdown_table(outcomes: list[Outcome]) -> str:
+    lines = [
+        "| template | status | seconds | model calls | tokens in / out (server) | credits | files | run's errors |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for o in outcomes:
+        errors = "<br>".join(e.replace("|", "\\|") for e in o.errors) or "none"
+        status = o.status if not o.problems else f"{o.status} (check failed: {'; '.join(o.problems)})"
+        files = ", ".join(o.files) or "none"
+        lines.append(
+            f"| {o.template} | {status} | {o.seconds:.0f} | {o.calls} | {o.input_tokens} / {o.output_tokens} "
+            f"| {o.credits} | {files} | {errors} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--server-python", type=Path, default=ROOT / ".venv-model" / "bin" / "python")
@@ -411,6 +427,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint already serving (no server is started)")
     parser.add_argument("--model-id", default=MODEL_ALIAS, help="the model id to ask that endpoint for")
     parser.add_argument("--json", type=Path, help="write the outcomes here as JSON")
+    parser.add_argument("--markdown", type=Path, help="write the summary here as a Markdown table (docs/providers.md)")
     parser.add_argument("--answers", type=Path, help="write every answer of the server here, one JSON a line")
     parser.add_argument("--server-log", type=Path, default=Path("/tmp/canvas-model-server.log"))
     return parser.parse_args(argv)
@@ -463,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(outcomes, args.run_timeout)
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
+    if args.markdown:
+        args.markdown.write_text(markdown_table(outcomes))
     if args.answers:
         args.answers.write_text("".join(json.dumps(asdict(call)) + "\n" for call in recorder.since(0)))
     return 1 if any(o.problems for o in outcomes) else 0
