@@ -305,3 +305,16 @@ def runs_config():
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
     return IdempotencyConfig()
+
+
+def test_a_json_body_nested_too_deeply_is_a_400_on_a_route_powertools_reads(aws, account, function, context):
+    # Given a route whose JSON body Powertools parses into its model (adding a webhook endpoint)
+    event = load_event("create_webhook_endpoint", api_key=account.api_key, body="[" * 10_000)
+    # When its body nests deeper than anyone writes by hand
+    response = function("api/webhook_endpoints")(event, context)
+    # Then it is refused as a bad request, not a crash
+    assert response["statusCode"] == 400, response["body"]
+    assert body_of(response) == {
+        "success": False,
+        "error": "Request body is nested too deeply: more than 200 levels",
+    }

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.component
 HOST = "abc123.execute-api.us-east-1.amazonaws.com"
 
 
-def portal_call(function, context, method, path, *, cookie=None, csrf=None, origin=f"https://{HOST}", body=None):
+def portal_call(
+    function, context, method, path, *, cookie=None, csrf=None, origin=f"https://{HOST}", body=None, raw_body=None
+):
     event = load_event("portal_sign_in" if path.startswith("/portal/") else "portal_page")
     resource = "/portal" if path == "/portal" else "/portal/{proxy+}"
     params = {"proxy": path.removeprefix("/portal/")} if resource != "/portal" else None
@@ -35,7 +37,7 @@ def portal_call(function, context, method, path, *, cookie=None, csrf=None, orig
         headers["Cookie"] = f"canvas_session={cookie}"
     if csrf:
         headers["X-CSRF-Token"] = csrf
-    if body is not None:
+    if body is not None or raw_body is not None:
         headers["Content-Type"] = "application/json"
     event.update(
         resource=resource,
@@ -44,7 +46,7 @@ def portal_call(function, context, method, path, *, cookie=None, csrf=None, orig
         pathParameters=params,
         headers=headers,
         multiValueHeaders={k: [v] for k, v in headers.items()},
-        body=json.dumps(body) if body is not None else None,
+        body=json.dumps(body) if body is not None else raw_body,
     )
     return function("portal")(event, context)
 
@@ -464,3 +466,41 @@ def test_the_viewers_rerun_needs_the_csrf_token_and_finds_only_the_accounts_canv
     assert (copied[second].reused, copied[second].instructions) == (False, "Shorter, please")
     assert other["statusCode"] == 404
     assert body_of(other) == {"success": False, "error": f"Run not found: {theirs.canvas_id}"}
+
+
+def test_the_viewers_rerun_with_a_body_nested_too_deeply_is_a_400_not_a_crash(aws, account, function, context):
+    # Given an ended run of the caller, and a session
+    mine, (_, second) = ended_run_with_a_chain(account.account_id)
+    cookie, csrf = sign_in(function, context, account.api_key)
+    path = f"/portal/api/canvas/{mine.canvas_id}/blocks/{second}/rerun"
+
+    # When the re-run's body nests deeper than anyone writes by hand
+    response = portal_call(function, context, "POST", path, cookie=cookie, csrf=csrf, raw_body="[" * 100_000)
+
+    # Then it is refused as a bad request, and nothing starts
+    assert response["statusCode"] == 400, response["body"]
+    assert "Request body is nested too deeply: more than 200 levels" in body_of(response)["error"]
+    assert [r.run_id for r in Store().list_runs(account.account_id, 10, None)[0]] == [mine.run_id]
+
+
+def test_the_viewers_rerun_refused_by_its_rules_answers_their_text(aws, account, function, context):
+    # Given an ended run of the caller, and a session
+    mine, (_, second) = ended_run_with_a_chain(account.account_id)
+    cookie, csrf = sign_in(function, context, account.api_key)
+    path = f"/portal/api/canvas/{mine.canvas_id}/blocks/{second}/rerun"
+
+    # When the re-run's body breaks a rule of the re-run (a misspelt field, instructions too long)
+    misspelt = portal_call(function, context, "POST", path, cookie=cookie, csrf=csrf, body={"instruction": "x"})
+    too_long = portal_call(
+        function, context, "POST", path, cookie=cookie, csrf=csrf, body={"instructions": "x" * 10_001}
+    )
+
+    # Then each is answered with the rule's own text, as POST /v1/.../rerun answers it
+    assert (misspelt["statusCode"], body_of(misspelt)["error"]) == (
+        400,
+        "Unknown field 'instruction': the body takes only instructions",
+    )
+    assert (too_long["statusCode"], body_of(too_long)["error"]) == (
+        400,
+        "instructions is too long: 10001 characters (maximum 10000)",
+    )

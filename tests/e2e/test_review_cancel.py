@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -179,3 +180,34 @@ def test_cancel_and_approve_refuse_what_they_cannot_do(http, service):
     assert not_review.status_code == 409
     poll_until_finished(http, plain["run_id"])
     assert http.post(f"/v1/run/{waiting['run_id']}/cancel").status_code == 200
+
+
+def test_of_many_cancels_at_once_one_ends_the_run_and_the_others_find_it_ended(service, http):
+    # Given a -> b, where a charges 20 and b is still working
+    before = balance(http)
+    prompt = "cancel e2e: many at once"
+    with scripted({prompt: Dag([Block(0.0, credits=20), Block(hang=True, credits=40)], [(0, 1)])}):
+        created = http.post("/v1/run", data={"prompt": prompt}).json()["data"]
+        deadline = time.monotonic() + 60
+        while [n["status"] for n in dag_of(http, created["canvas_id"])["nodes"]] != ["completed", "running"]:
+            assert time.monotonic() < deadline, "the run never got to its second block"
+            time.sleep(0.1)
+
+        # When twelve cancels of it are sent at once
+        def cancel(_: int) -> httpx.Response:
+            with httpx.Client(base_url=service.base_url, headers=http.headers, timeout=60) as client:
+                return client.post(f"/v1/run/{created['run_id']}/cancel")
+
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            answers = list(pool.map(cancel, range(12)))
+
+    # Then exactly one answers the cancelled run, the others that it has ended, and it was charged once, for a only
+    ended = [a for a in answers if a.status_code == 200]
+    assert len(ended) == 1, [a.text for a in answers]
+    assert ended[0].json()["data"]["errors"][0]["error"] == "Cancelled by the client"
+    assert {(a.status_code, a.json()["error"]) for a in answers if a.status_code != 200} == {
+        (409, "The run has ended (partial); only a running run can be cancelled")
+    }
+    final = poll_until_finished(http, created["run_id"])
+    assert final["status"] == "partial" and final["metadata"]["credits_consumed"] == 20
+    assert before - balance(http) == 20

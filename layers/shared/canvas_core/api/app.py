@@ -17,11 +17,12 @@ from pydantic import BaseModel
 
 from canvas_core.api.forms import FormBody, read_body
 from canvas_core.auth import authenticate
-from canvas_core.errors import InvalidUuidError, ServiceBusyError, ServiceError, StorageBusyError
+from canvas_core.errors import BadRequestError, InvalidUuidError, ServiceBusyError, ServiceError, StorageBusyError
 from canvas_core.models.api import ErrorBody, success_body
 from canvas_core.models.base import Model, RequestRefused, refusal
 from canvas_core.observability import logger
 from canvas_core.settings import EnvSettings, api_settings, load
+from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
@@ -100,10 +101,22 @@ class _RequestValidation(OpenAPIRequestValidationMiddleware):
         try:
             return read_body(app.current_event, spec)
         except ServiceError as refused:
-            cause = {"error": RequestRefused(refused)}
-            raise RequestValidationError(
-                [{"type": "refused", "loc": ("body",), "msg": refused.message, "input": None, "ctx": cause}]
-            ) from None
+            raise _refused_body(refused) from None
+
+    def _parse_json_data(self, app: Any) -> dict[str, Any]:
+        # Powertools' json.loads recurses per level: a body nested thousands deep would be a RecursionError, a 500.
+        if json_depth(app.current_event.decoded_body or "") > MAX_JSON_DEPTH:
+            raise _refused_body(
+                BadRequestError(f"Request body is nested too deeply: more than {MAX_JSON_DEPTH} levels")
+            )
+        return super()._parse_json_data(app)
+
+
+def _refused_body(refused: ServiceError) -> RequestValidationError:
+    cause = {"error": RequestRefused(refused)}
+    return RequestValidationError(
+        [{"type": "refused", "loc": ("body",), "msg": refused.message, "input": None, "ctx": cause}]
+    )
 
 
 class _ProxyEvent(APIGatewayProxyEvent):

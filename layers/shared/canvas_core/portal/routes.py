@@ -22,7 +22,7 @@ from canvas_core.api.app import error_response
 from canvas_core.errors import ServiceError
 from canvas_core.keys import create_key, list_keys, revoke_key
 from canvas_core.models.api import ApproveRunRequest
-from canvas_core.models.base import Model
+from canvas_core.models.base import Model, refusal
 from canvas_core.portal.pages import asset_response, error_page
 from canvas_core.portal.sessions import (
     SESSION_COOKIE,
@@ -63,7 +63,12 @@ def create_portal_app() -> APIGatewayRestResolver:
     # Powertools leaves exception_handler's return unannotated; the handler keeps its own signature.
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
     def handle_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        errors = list(exc.errors())
+        # A request model's rule refused it (a re-run's body): its status and text, as the API answers them.
+        refused = refusal(errors)
+        if refused is not None:
+            return error_response(refused.status_code, refused.message)
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
         return error_response(400, f"Invalid request: {problems}")
 
     @app.exception_handler(RouteNotFoundError)  # type: ignore[untyped-decorator]
