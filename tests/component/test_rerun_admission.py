@@ -180,3 +180,35 @@ def test_a_rerun_of_a_running_runs_canvas_is_409(bedrock, account, function, con
         f"The run {created['run_id']} of this canvas is still running: re-run a block once it has ended"
     )
     assert balance(account.account_id) > 0
+
+
+def test_a_rerun_whose_credits_other_runs_took_as_it_was_admitted_is_402_as_a_rerun(
+    bedrock, aws, account, function, context, finished, monkeypatch
+):
+    # Given the account's balance, read by the re-run, is taken by other runs before its admission is written
+    real_get_account = Store.get_account
+
+    def taken_after_reading(self, account_id):
+        found = real_get_account(self, account_id)
+        aws.ddb.update_item(
+            TableName=aws.settings.accounts_table,
+            Key={"account_id": {"S": account_id}},
+            UpdateExpression="SET credits_balance = :zero",
+            ExpressionAttributeValues={":zero": {"N": "0"}},
+        )
+        return found
+
+    monkeypatch.setattr(Store, "get_account", taken_after_reading)
+    runs = aws.ddb.scan(TableName=aws.settings.runs_table)["Count"]
+
+    # When a block is re-run
+    response = rerun(
+        function, context, account.api_key, finished["canvas_id"], finished["nodes"]["text-block"].block_id
+    )
+
+    # Then it is refused as a re-run the account cannot pay for, and nothing is stored
+    assert response["statusCode"] == 402
+    assert body_of(response)["error"] == (
+        "Insufficient credits: the account balance is 0; add credits to re-run a block"
+    )
+    assert aws.ddb.scan(TableName=aws.settings.runs_table)["Count"] == runs

@@ -180,8 +180,9 @@ class Store:
                 # Other runs took credits since the balance was read: reserve what is left.
                 balance = int(account.get("credits_balance", 0))
                 if balance <= 0:
+                    doing = "re-run a block" if admitted.rerun_of else "start a run"
                     raise InsufficientCreditsError(
-                        f"Insufficient credits: the account balance is {balance}; add credits to start a run"
+                        f"Insufficient credits: the account balance is {balance}; add credits to {doing}"
                     ) from exc
                 reserve = min(reserve, balance)
                 continue
