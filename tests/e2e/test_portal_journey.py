@@ -210,6 +210,12 @@ def test_a_first_visit_by_keyboard_is_accessible_at(width, stack, driver, partia
     assert focused(driver).get_attribute("role") == "button"
     press(driver, Keys.SPACE)
     wait_until(lambda: by_id(driver, "node-name").text == "Block 1", what="the chosen block's details")
+
+    # And its content is rendered from markdown as the answer is, with nothing of it become HTML
+    content = by_id(driver, "node-content")
+    assert content.find_element("css selector", "strong").text == "anemones"
+    assert not content.find_elements("css selector", "script, img")
+    assert driver.execute_script("return window.injected === undefined")
     driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
     check_page(driver, f"{width}-3-viewer-block")
 

@@ -108,7 +108,11 @@
     $("node-reused").hidden = !node.reused;
     showRerun(node);
     const pending = node.status === "idle" || node.status === "running";
-    $("node-content").textContent = node.content || (pending ? "(no content yet)" : "(no content)");
+    // A block's content is model or extracted text: rendered as the answer is (sanitised markdown, never HTML), with
+    // its line breaks kept (the panel's pre-wrap), so plain extracted text reads as it was.
+    const content = $("node-content");
+    if (node.content) content.replaceChildren(CanvasMarkdown.render(node.content, 4));
+    else content.textContent = pending ? "(no content yet)" : "(no content)";
     const sources = (node.sources || []).map((source) => {
       const label = source.title || source.file_name || source.url || "source";
       const where = [source.page ? `page ${source.page}` : null, source.timestamp].filter(Boolean).join(", ");
