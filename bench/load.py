@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -34,11 +34,16 @@ from urllib.parse import urlencode
 
 import httpx
 
+from bench.growth import second_half, slope
+
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 SEED = 20261123
 
+# 500 runs take 5 to 12 minutes on the 2-core reference machine; RSS is sampled every SAMPLE_EVERY runs ended,
+# so the slope over the second half rests on about 45 samples (docs/benchmarks.md).
 RUNS = 500
+SAMPLE_EVERY = 5
 CLIENTS = 20
 ACCOUNTS = 3
 # Every template once (and 8 block lists), so each block's libraries are loaded before the baseline.
@@ -618,9 +623,11 @@ def drive(
     label: str,
     run_deadline_s: float = RUN_DEADLINE_S,
     seed: int = SEED,
+    on_ended: Callable[[int], None] | None = None,
 ) -> Tally:
     """Runs `specs` from `clients` concurrent clients, each one run at a time; run i uses account i mod 3 (round
-    robin) and checks its isolation against the next account."""
+    robin) and checks its isolation against the next account. `on_ended(n)` is called, outside the clients'
+    lock, as the n-th run ends."""
     pending = iter(specs)
     lock = threading.Lock()
     ended: list[RunOutcome] = []
@@ -641,13 +648,16 @@ def drive(
                 outcome = client.execute(spec, api_key, other_key)
                 with lock:
                     ended.append(outcome)
-                    if len(ended) % report_every == 0 or len(ended) == len(specs):
+                    count = len(ended)
+                    if count % report_every == 0 or count == len(specs):
                         terminal = sum(o.terminal for o in ended)
                         print(
-                            f"  {label}: {len(ended)}/{len(specs)} runs ended, {terminal} terminal "
+                            f"  {label}: {count}/{len(specs)} runs ended, {terminal} terminal "
                             f"({time.monotonic() - started:.0f}s)",
                             flush=True,
                         )
+                if on_ended is not None:
+                    on_ended(count)
         finally:
             client.close()
             with lock:
@@ -755,10 +765,18 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--burst", type=int, default=int(env("BENCH_LOAD_BURST", BURST)), help="simultaneous creates; 0 skips it"
     )
     parser.add_argument("--warmup", type=int, default=int(env("BENCH_LOAD_WARMUP", WARMUP_RUNS)))
+    parser.add_argument(
+        "--sample-every",
+        type=int,
+        default=int(env("BENCH_LOAD_SAMPLE_EVERY", SAMPLE_EVERY)),
+        help="runs ended between samples of the server's footprint",
+    )
     parser.add_argument("--run-deadline", type=float, default=RUN_DEADLINE_S, help="seconds a run may take")
     args = parser.parse_args(argv)
-    if args.runs < 1 or args.clients < 1 or args.burst < 0 or args.warmup < 0 or args.run_deadline <= 0:
-        parser.error("--runs and --clients must be at least 1; --burst and --warmup not negative")
+    if args.runs < 1 or args.clients < 1 or args.sample_every < 1:
+        parser.error("--runs, --clients and --sample-every must be at least 1")
+    if args.burst < 0 or args.warmup < 0 or args.run_deadline <= 0:
+        parser.error("--burst and --warmup must not be negative, --run-deadline must be positive")
     return args
 
 
@@ -770,6 +788,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rng = random.Random(SEED)
     stop = threading.Event()
     burst_counts: Counter[str] = Counter()
+    samples: list[tuple[int, Footprint]] = []  # (runs ended, the server's footprint then), as runs end
     with terminated_gracefully(), Server(keys, "load") as server:
         try:
             print(f"  canvas serve pid {server.pid} on {server.base_url}; log {server.log_path}", flush=True)
@@ -777,8 +796,23 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"  {note}", flush=True)
             server.watch(stop)
 
-            def run(specs: list[RunSpec], label: str, clients: int) -> Tally:
-                return drive(server.base_url, keys, specs, clients, stop, label=label, run_deadline_s=args.run_deadline)
+            def run(
+                specs: list[RunSpec], label: str, clients: int, on_ended: Callable[[int], None] | None = None
+            ) -> Tally:
+                return drive(
+                    server.base_url,
+                    keys,
+                    specs,
+                    clients,
+                    stop,
+                    label=label,
+                    run_deadline_s=args.run_deadline,
+                    on_ended=on_ended,
+                )
+
+            def sample(ended: int) -> None:
+                if ended % args.sample_every == 0 and server.exit_code() is None:
+                    samples.append((ended, footprint(server.pid)))
 
             if args.warmup:
                 warm = run(workload("warmup", session, args.warmup, rng), "warm-up", min(5, args.warmup))
@@ -786,7 +820,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             baseline = settled_footprint(server.pid)
             print(f"  baseline: {baseline}", flush=True)
             started = time.monotonic()
-            load = run(workload("load", session, args.runs, rng), "load", args.clients)
+            load = run(workload("load", session, args.runs, rng), "load", args.clients, sample)
             elapsed = time.monotonic() - started
             after = settled_footprint(server.pid) if server.exit_code() is None else None
             print(f"  after {args.runs} runs ({elapsed:.0f}s): {after or 'server gone'}", flush=True)
@@ -814,12 +848,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"load_create_unavailable {load.unavailable}")
     print(f"load_wrong_runs {sum(1 for o in load.outcomes if o.violations)}")
     print(f"load_runs_unverified {sum(1 for o in load.outcomes if o.unverified and not o.violations)}")
+    # Growth is the slope over the second half of the runs, while every client still has a run going: the start
+    # fills caches and pools once, and the last runs, fewer at a time, hold less memory (bench/growth.py).
+    later = second_half(samples, args.runs, last=args.runs - args.clients)
+    span = f"runs {later[0][0]}-{later[-1][0]}, {len(later)} samples" if later else "no samples"
+    print(f"load_rss_growth_kb_per_run {number(slope([(n, f.rss_kb) for n, f in later]), 1)} ({span})")
+    print(f"load_thread_maps_growth_per_run {number(slope([(n, f.thread_maps) for n, f in later]), 3)} ({span})")
     if after is not None and created:
-        print(f"load_rss_growth_kb_per_run {(after.rss_kb - baseline.rss_kb) / created:.1f}")
-        print(f"load_thread_maps_growth_per_run {(after.thread_maps - baseline.thread_maps) / created:.3f}")
+        print(f"load_rss_after_minus_baseline_kb_per_run {(after.rss_kb - baseline.rss_kb) / created:.1f}")
+        maps_per_run = (after.thread_maps - baseline.thread_maps) / created
+        print(f"load_thread_maps_after_minus_baseline_per_run {maps_per_run:.3f}")
     else:
-        print("load_rss_growth_kb_per_run n/a")
-        print("load_thread_maps_growth_per_run n/a")
+        print("load_rss_after_minus_baseline_kb_per_run n/a")
+        print("load_thread_maps_after_minus_baseline_per_run n/a")
     if burst_counts:
         unanswered = sum(count for answer, count in burst_counts.items() if answer.startswith("unanswered"))
         answered = sum(burst_counts[status] for status in ("200", "429", "503"))

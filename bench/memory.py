@@ -17,7 +17,6 @@ import json
 import logging
 import math
 import random
-import statistics
 import sys
 import threading
 import time
@@ -26,6 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from bench.growth import second_half, slope
 from bench.load import SEED, workload
 from canvas_core.models.api import CreateRunRequest
 from canvas_core.runs import create_run
@@ -48,13 +48,6 @@ def rss_kb() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def slope(points: Sequence[tuple[int, float]]) -> float:
-    if len(points) < 3:
-        return math.nan
-    xs, ys = zip(*points, strict=True)
-    return statistics.linear_regression(xs, ys).slope
 
 
 def census(stack: LocalStack) -> dict[str, float]:
@@ -237,11 +230,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                     print(f"  {stat.size_diff / 1024 / runs:8.1f}  {where[-90:]}")
                 total = sum(s.size_diff for s in stats) / 1024 / runs
                 print(f"  {total:8.1f}  total traced")
-    second_half = [(n, kb) for n, kb in samples if n >= half]
+    later = second_half(samples, args.runs)
     first, last = samples[0][1], samples[-1][1]
     # A step in RSS is a first use (a block's libraries imported, a cache filling), a slope is what runs keep.
     print("rss samples (runs: MB): " + ", ".join(f"{n}: {kb / 1024:.0f}" for n, kb in samples))
-    print(f"memory_rss_growth_kb_per_run {slope(second_half):.1f} (second half; rss {first} -> {last} kB)")
+    print(f"memory_rss_growth_kb_per_run {slope(later):.1f} (second half; rss {first} -> {last} kB)")
     if any(status != "SUCCEEDED" for status in driver.statuses):
         sys.exit(1)
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import math
 import random
-import statistics
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Sequence
 
+from bench.growth import second_half, slope
 from bench.load import (
     RUN_DEADLINE_S,
     SEED,
@@ -49,14 +49,6 @@ MAX_FAILURES = 20
 # sits above that.
 MAX_RSS_SLOPE_KB = 512.0
 MAX_THREAD_MAPS_SLOPE = 0.01  # one thread stack kept per 100 runs
-
-
-def slope(points: Sequence[tuple[int, float]]) -> float:
-    """Least-squares growth per run; nan with fewer than three samples."""
-    if len(points) < 3:
-        return math.nan
-    xs, ys = zip(*points, strict=True)
-    return statistics.linear_regression(xs, ys).slope
 
 
 def good(outcome: RunOutcome) -> bool:
@@ -121,11 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_code = server.exit_code()
     print(f"  canvas serve stopped; log {server.log_path}", flush=True)
 
-    second_half = [(n, f) for n, f in samples if n >= done / 2]
-    rss_slope = slope([(n, f.rss_kb) for n, f in second_half])
-    maps_slope = slope([(n, f.thread_maps) for n, f in second_half])
-    threads_slope = slope([(n, f.threads) for n, f in second_half])
-    span = f"runs {second_half[0][0]}-{second_half[-1][0]}" if second_half else "no samples"
+    later = second_half(samples, done)
+    rss_slope = slope([(n, f.rss_kb) for n, f in later])
+    maps_slope = slope([(n, f.thread_maps) for n, f in later])
+    threads_slope = slope([(n, f.threads) for n, f in later])
+    span = f"runs {later[0][0]}-{later[-1][0]}" if later else "no samples"
     print(f"soak_runs {done} (of {args.runs})")
     print(f"soak_runs_failed {len(failures)}")
     print(f"soak_rss_slope_kb_per_run {rss_slope:.1f} ({span})")
