@@ -396,18 +396,19 @@ def print_table(outcomes: list[Outcome], run_timeout: float) -> None:
 
 
 def markdown_table(outcomes: list[Outcome]) -> str:
+    """The summary as docs/providers.md keeps it: a table, then each run's errors as it gave them."""
     lines = [
-        "| template | status | seconds | model calls | tokens in / out (server) | credits | files | run's errors |",
-        "|---|---|---|---|---|---|---|---|",
+        "| template | status | seconds | model calls | tokens in / out (server) | credits | files |",
+        "|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
-        errors = "<br>".join(e.replace("|", "\\|") for e in o.errors) or "none"
         status = o.status if not o.problems else f"{o.status} (check failed: {'; '.join(o.problems)})"
-        files = ", ".join(o.files) or "none"
         lines.append(
             f"| {o.template} | {status} | {o.seconds:.0f} | {o.calls} | {o.input_tokens} / {o.output_tokens} "
-            f"| {o.credits} | {files} | {errors} |"
+            f"| {o.credits} | {', '.join(o.files) or 'none'} |"
         )
+    lines += ["", "The runs' errors, as each run gave them:", ""]
+    lines += [f"- {o.template}: {error}" for o in outcomes for error in o.errors or ["none"]]
     return "\n".join(lines) + "\n"
 
 
