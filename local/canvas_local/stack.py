@@ -146,6 +146,7 @@ class LocalStack:
         self._sfn: Any = None  # the watcher's Step Functions client, which wait_for_execution shares
         self._queues: QueuePollers | None = None
         self._saved_environ: dict[str, str | None] = {}
+        self._applied_environ: dict[str, str] = {}
         self._state: StateDir | None = None
         # Where moto's S3 keeps object bodies while the stack runs (moto_patch.install_disk_bodies).
         self._bodies: Path | None = None
@@ -446,6 +447,7 @@ class LocalStack:
         for name, value in merged.items():
             self._saved_environ.setdefault(name, os.environ.get(name))
             os.environ[name] = value
+        self._applied_environ = dict(merged)
         if self.provider != "bedrock":
             # A real session token would be sent along with the dummy keys.
             self._saved_environ.setdefault("AWS_SESSION_TOKEN", os.environ.pop("AWS_SESSION_TOKEN", None))
@@ -460,12 +462,17 @@ class LocalStack:
         return environments
 
     def _restore_environment(self) -> None:
+        # Only what still holds the value the stack set: a variable someone changed or removed since (a test's
+        # monkeypatch undone before the stack stops) keeps its new state instead of getting the stack's start back.
         for name, value in self._saved_environ.items():
+            if name in self._applied_environ and os.environ.get(name) != self._applied_environ[name]:
+                continue
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
         self._saved_environ = {}
+        self._applied_environ = {}
         _forget_cached_clients()
 
     def _provision(self, state_machines: list) -> None:

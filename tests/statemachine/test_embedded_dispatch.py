@@ -55,3 +55,21 @@ def test_a_failure_outside_any_catch_fails_the_execution(mini_stack, execute):
     # Then the execution fails with the handler's exception class
     assert described["status"] == "FAILED"
     assert described["error"] == "KeyError"
+
+
+def test_a_stopped_stack_gives_back_the_environment_it_found_not_one_changed_since(local_stack_factory, monkeypatch):
+    import os
+
+    from tests.conftest import MINI_STACK_TEMPLATE
+
+    # Given an operator setting in the environment as a stack starts (a test's monkeypatch.setenv)
+    monkeypatch.setenv("BLOCK_TIMEOUT_SECONDS", "2")
+    stack = local_stack_factory(MINI_STACK_TEMPLATE)
+    assert stack.environment["BLOCK_TIMEOUT_SECONDS"] == "2"
+
+    # When the setting is removed before the stack stops (the monkeypatch undone first), then the stack stops
+    monkeypatch.delenv("BLOCK_TIMEOUT_SECONDS")
+    stack.stop()
+
+    # Then the stack does not put back the value it found: the next stack would start with it
+    assert "BLOCK_TIMEOUT_SECONDS" not in os.environ
