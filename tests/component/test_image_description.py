@@ -117,6 +117,10 @@ def test_a_model_that_cannot_see_images_leaves_the_metadata(bedrock, account, fu
     assert done.content.startswith("Image red.png: PNG, 8x6 pixels")
     assert "Description: (not available: Bedrock ValidationException" in done.content
     assert (done.models_used, done.credits) == ([], 0)
+    # and why, as a note stored with its completion for the run's errors
+    assert len(done.notes) == 1
+    assert done.notes[0].startswith("The image red.png was not described (Bedrock ValidationException")
+    assert done.notes[0].endswith("; its metadata was kept")
 
 
 def test_offline_an_uploaded_image_keeps_to_its_metadata(aws, account, function, context):
@@ -125,3 +129,4 @@ def test_offline_an_uploaded_image_keeps_to_its_metadata(aws, account, function,
     assert done.status.value == "completed"
     assert done.content.startswith("Image photo.jpg: JPEG, 5x5 pixels") and "Description" not in done.content
     assert (done.models_used, done.credits) == ([], 0)
+    assert done.notes == []  # offline there is no model to fall back from

@@ -133,11 +133,11 @@ def finalize_run(
     run_id: str, failure: str | None = None, store: Store | None = None, events: Events | None = None
 ) -> dict[str, Any]:
     """End a run: its final output from the blocks that completed, its status from how many did, its errors
-    from those that did not. With `failure` (the run itself broke, or was abandoned, e.g. found `running` after
-    an unclean restart), unfinished blocks fail and the status is at best `partial`. Whichever path ends the
-    run, the write that ends it gives back the run's slot, once (a run already ended is left as it is), and
-    publishes the run's status change (only the write that won). A run a client cancelled ends cancelled, whichever
-    path ends it."""
+    from those that did not, and why those that completed on a fallback fell back. With `failure` (the run itself
+    broke, or was abandoned, e.g. found `running` after an unclean restart), unfinished blocks fail and the status
+    is at best `partial`. Whichever path ends the run, the write that ends it gives back the run's slot, once (a
+    run already ended is left as it is), and publishes the run's status change (only the write that won). A run a
+    client cancelled ends cancelled, whichever path ends it."""
     store = store or Store()
     logger.append_keys(run_id=run_id)
     # Read strongly: a cancel marked on the run before it ended the blocks that brought this end about is seen.
@@ -175,6 +175,14 @@ def finalize_run(
 
     errors = [RunError(error=failure, recoverable=True)] if failure else []
     errors += [RunError(error=note, recoverable=True) for note in run.planning_notes]
+    # A block that fell back (a model answer it could not use) completed all the same: its reason is listed, its
+    # status and the run's are not changed. A re-run's reused blocks did not run in this run.
+    errors += [
+        RunError(error=f"{n.name}: {note}", block_id=n.block_id, block_type=n.type, recoverable=True)
+        for n in completed
+        if not n.reused
+        for note in n.notes
+    ]
     errors += [
         RunError(error=f"{n.name}: {n.error}", block_id=n.block_id, block_type=n.type, recoverable=False)
         for n in nodes

@@ -246,6 +246,7 @@ def copy_nodes(
                 "content_key": None,
                 "sources": [],
                 "error": None,
+                "notes": [],
                 "models_used": [],
                 "credits": 0,
                 "artifacts": [],

@@ -42,6 +42,8 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
             continue  # a table the engine cannot compute over is shown as it is, as before the analysis
         if analysis is not None:
             found.append(analysis)
+            if analysis.plan.chosen_by == "rules" and analysis.plan.note:
+                ctx.note(f"{analysis.source}: {analysis.plan.note}")
     return found
 
 

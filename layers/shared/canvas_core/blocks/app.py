@@ -59,6 +59,7 @@ def build(ctx: BlockContext, instructions: str, builtin: Callable[[html.AppSpec]
         page = builtin(spec)
         view = html_check.parse_html(page)
         note = f"Built-in {label} ({reason})"
+        ctx.note(f"{reason[0].upper()}{reason[1:]}; the built-in {label} was used")
     else:
         view = html_check.parse_html(page)
         page_title = plain(view.title) or page_title

@@ -6,6 +6,10 @@ that usage (models, tokens, searches, pages) and artifacts are recorded the same
 An answer cut off at the call's output cap is never used (`AnswerCutError`). A small model that runs on, repeating
 itself, until the cap stops it is asked once more for a shorter answer, within the cap; a second cut answer fails
 the block with the cap and the setting that raises it.
+
+A block that falls back when a model answer is unusable (no HTML in the app's answer, an analysis plan off the
+table's schema, an image it could not have described) says why with `ctx.note(...)`: the reason is written with
+its completion and lands in the run's errors, the block and the run still completed.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from canvas_core.agents.personas import system_prompt
 from canvas_core.clock import new_id
 from canvas_core.models.items import Artifact, NodeItem, RunItem, Source
 from canvas_core.observability import logger
-from canvas_core.providers.base import AnswerCutError, Completion, ModelProvider
+from canvas_core.providers.base import AnswerCutError, Completion, ModelProvider, provider_name
 
 # Asked after an answer cut at the cap: words are about three quarters of a token, so half the cap in words leaves
 # room for the model's own overrun.
@@ -55,6 +59,20 @@ class BlockContext:
     provider: ModelProvider
     usage: Usage = field(default_factory=Usage)
     saved: list[Artifact] = field(default_factory=list)  # the files this block stored, in order
+    notes: list[str] = field(default_factory=list)  # why the block fell back, for the run's errors
+
+    @property
+    def asks_model(self) -> bool:
+        """Whether a model answers this block: the offline provider's extractive answers are what it is meant to
+        give, so a block falling back over them has nothing to report."""
+        return provider_name(self.provider) != "offline"
+
+    def note(self, reason: str) -> None:
+        """Record why the block fell back (a model answer it could not use, a model call it went without): stored
+        with its completion and listed in the run's errors at its end, the block still completed. Noted only
+        when a model answers it (`asks_model`)."""
+        if self.asks_model and reason not in self.notes:
+            self.notes.append(reason)
 
     def material(self) -> str:
         """The inputs' outputs as one text, each under its block's name."""

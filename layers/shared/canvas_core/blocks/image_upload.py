@@ -63,6 +63,7 @@ def describe(ctx: BlockContext, upload: Upload, data: bytes, info: ImageInfo) ->
             role="vision",  # VISION_MODEL_ID, else the writer's model
         )
     except BlockFatalError as exc:  # the metadata still stands without a description
+        ctx.note(f"The image {upload.name} was not described ({exc}); its metadata was kept")
         return f"(not available: {exc})"
     ctx.usage.record(completion)
     return completion.text.strip() or None

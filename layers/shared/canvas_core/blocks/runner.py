@@ -202,6 +202,8 @@ def _run_once(
         "credits": credits,
         "artifacts": output.artifacts,
         **({"url": output.url} if output.url else {}),
+        # Why it fell back, in the same write (no write of its own): the run's errors list them at its end.
+        **({"notes": ctx.notes} if ctx.notes else {}),
     }
     return _complete(store, files, block, run, node, account, claims, fields, tool_call_tasks(node, ctx.usage))
 

@@ -134,6 +134,9 @@ class NodeItem(Model):
     instructions: str | None = None
     persona: str | None = None
     error: str | None = None
+    # Why a completed block fell back (a model answer it could not use), written with its completion; the run's
+    # errors list them at its end without failing the block (orchestration.finalize_run).
+    notes: list[str] = Field(default_factory=list)
     models_used: list[str] = Field(default_factory=list)
     credits: int = 0
     artifacts: list[Artifact] = Field(default_factory=list)
