@@ -67,6 +67,8 @@ TEMPLATES: dict[str, tuple[str, bool, str | None]] = {
 }
 MODEL_CALL = re.compile(r"^Model call: (?P<model>.+) \((?P<input>\d+) tokens in, (?P<output>\d+) out\)$")
 PLANNER_FALLBACK = "The Planner's model was not used"
+# How an app-block's or prototype-block's output says it shipped its built-in page (blocks/app.py).
+BUILT_IN_PAGE = re.compile(r"^Built-in (app|prototype) \(", re.MULTILINE)
 
 
 @dataclass
@@ -304,12 +306,22 @@ def check_files(template: str, run: dict[str, Any], outcome: Outcome) -> list[st
 
 
 def check_reasons(run: dict[str, Any], dag: dict[str, Any]) -> list[str]:
-    """Every block that failed is in the errors with a reason; no error is without one."""
+    """Every block that failed, and every block that shipped its built-in page instead of the model's, is in the
+    errors with a reason; no error is without one."""
     errors = run.get("errors") or []
     problems = [f"an error without a reason: {e}" for e in errors if not (e.get("error") or "").strip()]
     failed = {node["id"]: node["type"] for node in dag["nodes"] if node["status"] == "error"}
     explained = {e.get("block_id") for e in errors}
     problems += [f"{failed[block]} {block} failed with no entry in errors" for block in failed.keys() - explained]
+    built_in = {
+        node["id"]: node["type"]
+        for node in dag["nodes"]
+        if node["status"] == "completed" and BUILT_IN_PAGE.search(node.get("content") or "")
+    }
+    problems += [
+        f"{built_in[block]} {block} shipped its built-in page with no entry in errors"
+        for block in built_in.keys() - explained
+    ]
     return problems
 
 

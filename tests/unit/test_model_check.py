@@ -85,3 +85,18 @@ def test_a_failed_block_needs_its_reason_in_the_errors():
     assert model_check.check_reasons(explained, dag) == []
     unexplained = run(1, errors=[{"block_id": "b1", "error": " "}])
     assert model_check.check_reasons(unexplained, dag) == [f"an error without a reason: {unexplained['errors'][0]}"]
+
+
+def test_a_built_in_page_needs_its_reason_in_the_errors():
+    # Given an app-block that completed on its built-in page, and one that shipped the model's
+    content = "# Tides\n\nBuilt-in app (the model's answer held no HTML document). Controls wired to its script: q."
+    dag = {
+        "nodes": [
+            {"id": "b1", "type": "app-block", "status": "completed", "content": content},
+            {"id": "b2", "type": "app-block", "status": "completed", "content": "# T\n\nThe app as the model wrote it"},
+        ]
+    }
+    # When the errors say nothing of it, then it fails; when they name the block with the reason, it passes
+    assert model_check.check_reasons(run(1), dag) == ["app-block b1 shipped its built-in page with no entry in errors"]
+    noted = "Tides: The model's answer held no HTML document; the built-in app was used"
+    assert model_check.check_reasons(run(1, errors=[{"block_id": "b1", "error": noted}]), dag) == []
