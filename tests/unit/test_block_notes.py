@@ -4,6 +4,8 @@ table. Offline, where the extractive answers are meant as they are, nothing is n
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from canvas_core.blocks import app, prototype
@@ -108,6 +110,25 @@ def test_an_analysis_plan_that_is_no_json_is_noted_and_a_valid_one_is_not():
     used = _ctx("text-block", _Model(valid), inputs=[table])
     assert [a.plan.chosen_by for a in run_analyses(used, "Revenue by region")] == ["model"]
     assert used.notes == []
+
+
+@pytest.mark.parametrize("block_type", ["document", "memo", "presentation", "excel", "landing_page"])
+def test_a_deliverable_whose_model_answered_nothing_is_made_all_the_same_and_the_block_says_why(block_type):
+    module = importlib.import_module(f"canvas_core.blocks.{block_type}")
+    # Given a model whose answer is empty
+    ctx = _ctx(f"{block_type.replace('_', '-')}-block", _Model("  "))
+    # When
+    output = module.run(ctx)
+    # Then the file is made, and the note says the model's text is missing from it
+    assert output.artifacts
+    assert ctx.notes == ["The model's answer was empty; the file was made without its text"]
+
+
+def test_a_deliverable_the_model_wrote_has_no_note():
+    from canvas_core.blocks import document
+
+    ctx = _ctx("document-block", _Model("## Findings\n\nRevenue grew in the North."))
+    assert document.run(ctx).artifacts and ctx.notes == []
 
 
 def test_a_reason_is_noted_once():

@@ -172,7 +172,7 @@ def draft(
     """One model call: the request and how to write it, then the inputs (all, or `inputs`) as material with
     their sources numbered (agents/material.py), by the block's persona; with `analyses`, the engine's findings
     stand in for the analysed tables' rows (blocks/analysis.py). The answer without a trailing list of
-    sources."""
+    sources; an empty one is noted for the run's errors (the file is then made from the material alone)."""
     sources, sections = number_sources(ctx.inputs if inputs is None else inputs)
     if analyses:
         sections = with_analyses(sources, sections, analyses)
@@ -181,7 +181,10 @@ def draft(
         role=role_of(ctx.node.persona, role),
         system=system_prompt(ctx.node.persona, ctx.run.agent_instructions, DUTY),
     )
-    return strip_sources_section(completion.text.strip())
+    answer = strip_sources_section(completion.text.strip())
+    if not answer:
+        ctx.note("The model's answer was empty; the file was made without its text")
+    return answer
 
 
 def compose(
