@@ -20,6 +20,18 @@ def slope(points: Sequence[tuple[int, float]]) -> float:
     return statistics.linear_regression(xs, ys).slope
 
 
+def slope_error(points: Sequence[tuple[int, float]]) -> float:
+    """The slope's standard error (how far the samples' noise lets it move); nan with fewer than three points."""
+    if len(points) < 3 or len({x for x, _ in points}) < 2:
+        return math.nan
+    xs, ys = zip(*points, strict=True)
+    fit = statistics.linear_regression(xs, ys)
+    residuals = sum((y - fit.intercept - fit.slope * x) ** 2 for x, y in points)
+    mean_x = statistics.fmean(xs)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    return math.sqrt(residuals / (len(points) - 2) / spread)
+
+
 def second_half[T](samples: Sequence[tuple[int, T]], runs: int, last: int | None = None) -> list[tuple[int, T]]:
     """The samples taken once half of `runs` had ended, and (with `last`) no later than `last` runs ended; sorted
     by runs ended."""

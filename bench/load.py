@@ -34,7 +34,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from bench.growth import second_half, slope
+from bench.growth import second_half, slope, slope_error
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -851,8 +851,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     # Growth is the slope over the second half of the runs, while every client still has a run going: the start
     # fills caches and pools once, and the last runs, fewer at a time, hold less memory (bench/growth.py).
     later = second_half(samples, args.runs, last=args.runs - args.clients)
+    shown = sorted(samples, key=lambda s: s[0])[:: max(1, len(samples) // 20)]
+    print("  rss samples (runs ended: MB): " + ", ".join(f"{n}: {f.rss_kb / 1024:.0f}" for n, f in shown), flush=True)
     span = f"runs {later[0][0]}-{later[-1][0]}, {len(later)} samples" if later else "no samples"
-    print(f"load_rss_growth_kb_per_run {number(slope([(n, f.rss_kb) for n, f in later]), 1)} ({span})")
+    rss = [(n, f.rss_kb) for n, f in later]
+    print(f"load_rss_growth_kb_per_run {number(slope(rss), 1)} (± {number(slope_error(rss), 1)} std. error, {span})")
     print(f"load_thread_maps_growth_per_run {number(slope([(n, f.thread_maps) for n, f in later]), 3)} ({span})")
     if after is not None and created:
         print(f"load_rss_after_minus_baseline_kb_per_run {(after.rss_kb - baseline.rss_kb) / created:.1f}")

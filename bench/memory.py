@@ -30,7 +30,7 @@ from bench.load import SEED, workload
 from canvas_core.models.api import CreateRunRequest
 from canvas_core.runs import create_run
 from canvas_local import moto_patch
-from canvas_local.cli import limit_malloc_arenas
+from canvas_local.cli import fix_mmap_threshold, limit_malloc_arenas
 from canvas_local.lambda_runtime import ACCOUNT_ID, REGION
 from canvas_local.stack import LocalStack
 
@@ -178,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     keys = [f"sk_canvas_bench_memory_{i:02d}_{'0' * 24}" for i in range(accounts)]
     rng = random.Random(SEED)
     limit_malloc_arenas()  # as `canvas serve` does
+    fix_mmap_threshold()
     extra: dict[str, Any] = {}
     if args.retention_days is not None:
         extra["retention_days"] = args.retention_days

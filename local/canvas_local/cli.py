@@ -178,6 +178,26 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
         return False
 
 
+# glibc serves an allocation of M_MMAP_THRESHOLD or more (128 KiB) with its own mapping, returned to the system when
+# freed; but each such chunk freed raises the threshold to its size (up to 32 MiB), after which a run's large buffers
+# (request bodies, rendered files, JSON) come from the heaps and leave them fragmented. Setting the threshold fixes it:
+# under 20 clients, RSS grew about 100 kB a run instead of 160 (docs/benchmarks.md, "Load on `canvas serve`").
+MMAP_THRESHOLD_BYTES = 128 * 1024
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+
+
+def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
+    """mallopt(M_MMAP_THRESHOLD, threshold), which also stops glibc moving it; False where malloc is not glibc's."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, threshold))
+    except (OSError, AttributeError):
+        return False
+
+
 def serve(args: argparse.Namespace) -> int:
     # A bad fault spec is refused before anything of the process changes.
     try:
@@ -188,6 +208,7 @@ def serve(args: argparse.Namespace) -> int:
     out, console, log_file = configure_output(args)
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     limit_malloc_arenas()
+    fix_mmap_threshold()
     stopping = threading.Event()
     # SIGTERM (docker stop, kill) shuts down as cleanly as Ctrl-C; SIGINT is set too, because a process
     # started in the background by a non-interactive shell inherits it ignored.

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from bench.growth import second_half, slope
+from bench.growth import second_half, slope, slope_error
 
 pytestmark = pytest.mark.unit
 
@@ -39,3 +39,14 @@ def test_too_few_samples_give_no_slope(points):
     # When growth is asked of fewer than three samples, or of samples all taken at one run count
     # Then there is no figure rather than a made-up one
     assert math.isnan(slope(points))
+
+
+def test_the_slope_error_is_zero_on_a_line_and_grows_with_the_noise():
+    # Given samples on a line, and the same samples with alternating noise of 10 and of 40
+    line = [(n, 5.0 * n) for n in range(0, 50, 5)]
+    noisy = [(n, y + (10 if i % 2 else -10)) for i, (n, y) in enumerate(line)]
+    noisier = [(n, y + (40 if i % 2 else -40)) for i, (n, y) in enumerate(line)]
+    # Then the error is nought on the line and four times larger for four times the noise
+    assert slope_error(line) == pytest.approx(0.0, abs=1e-9)
+    assert slope_error(noisier) == pytest.approx(4 * slope_error(noisy))
+    assert slope_error(noisy) > 0

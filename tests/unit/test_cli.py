@@ -93,3 +93,43 @@ def test_serve_with_a_state_dir_it_cannot_read_says_so_in_one_line_and_returns_2
 def test_serve_limits_malloc_arenas_on_glibc():
     # Given glibc's malloc; When the arenas are limited as `serve` limits them; Then glibc accepts it
     assert cli.limit_malloc_arenas() is True
+
+
+# In a process of its own, so this one's malloc keeps its settings: a 4 MiB chunk is freed (glibc then raises its
+# mmap threshold to 4 MiB by default), and a 1 MiB allocation follows; mallinfo2 says whether it got its own mapping.
+_MMAP_PROBE = """
+import ctypes, sys
+from canvas_local.cli import fix_mmap_threshold
+libc = ctypes.CDLL("libc.so.6")
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                                                "uordblks", "fordblks", "keepcost")]
+libc.mallinfo2.restype = Info
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+if sys.argv[1] == "fixed":
+    assert fix_mmap_threshold()
+libc.free(libc.malloc(4 << 20))
+before = libc.mallinfo2().hblkhd
+chunk = libc.malloc(1 << 20)
+print("mapped" if libc.mallinfo2().hblkhd - before >= 1 << 20 else "heap")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt and mallinfo2")
+@pytest.mark.parametrize(("setting", "where"), [("default", "heap"), ("fixed", "mapped")])
+def test_serve_keeps_large_allocations_in_their_own_mappings_after_a_larger_one_is_freed(setting, where):
+    # Given glibc's malloc, as it starts or with the threshold `serve` fixes
+    # When a 4 MiB buffer is freed and a 1 MiB one allocated
+    probe = subprocess.run(
+        [sys.executable, "-c", _MMAP_PROBE, setting],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={"PYTHONPATH": str(ROOT / "local"), "PATH": "/usr/bin:/bin"},
+    )
+    # Then by default glibc has raised its threshold and serves it from the heap; fixed, it still gets a mapping of
+    # its own, given back to the system when freed
+    assert probe.stdout.strip() == where
