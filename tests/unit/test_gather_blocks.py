@@ -251,20 +251,25 @@ def test_table_block_asks_the_model_when_the_inputs_hold_no_table():
     from canvas_core.blocks import table
 
     model = ScriptedModel(lambda p: "Sure:\n| pool | depth_m |\n|---|---|\n| A | 1 |\n| B | 2 |")
-    out = table.run(context("table-block", provider=model))
+    ctx = context("table-block", provider=model)
+    out = table.run(ctx)
     assert "Columns: pool (text), depth_m (integer)" in out.content
     assert "one markdown table" in model.prompts[0]
+    assert ctx.notes == []  # the table asked for: no fallback to report
 
 
 def test_table_block_makes_a_table_of_a_listed_answer():
     from canvas_core.blocks import table
 
     model = ScriptedModel(lambda p: "Key points:\n- Tide pools hold many anemones.\n- Sea stars hunt at low tide.")
-    out = table.run(context("table-block", provider=model))
+    ctx = context("table-block", provider=model)
+    out = table.run(ctx)
     assert out.content == (
         "Columns: # (integer), Item (text)\n\n| # | Item |\n| ---: | --- |\n"
         "| 1 | Tide pools hold many anemones. |\n| 2 | Sea stars hunt at low tide. |"
     )
+    # and the run's errors will say the model's answer was a list, not a table
+    assert ctx.notes == ["The model's answer held no table; the items it listed were made its rows"]
 
 
 def test_table_block_offline_builds_a_table_from_its_material():
@@ -303,8 +308,10 @@ def test_list_block_falls_back_to_the_lists_in_its_inputs_then_fails():
     upstream = NodeItem(
         canvas_id=CANVAS, block_id="p", name="N", type="text-block", status="completed", content="- one\n- two"
     )
-    out = list_block.run(context("list-block", inputs=[upstream], provider=ScriptedModel(lambda p: "No list.")))
+    ctx = context("list-block", inputs=[upstream], provider=ScriptedModel(lambda p: "No list."))
+    out = list_block.run(ctx)
     assert out.content == "2 items\n\n- one\n- two"
+    assert ctx.notes == ["The model's answer held no list; the lists in the block's inputs were used"]
     with pytest.raises(BlockFatalError, match="No list could be built"):
         list_block.run(context("list-block", provider=ScriptedModel(lambda p: "No list.")))
 
@@ -373,6 +380,26 @@ def test_web_research_reads_results_and_notes_each_source(monkeypatch):
         ("Result 3", "https://site3.example/a"),
     ]
     assert (ctx.usage.searches, ctx.usage.pages_fetched) == (2, 2)
+    assert ctx.notes == []  # the queries came as asked
+
+
+def test_research_whose_queries_are_not_the_json_asked_for_searches_the_task_and_says_so(monkeypatch):
+    from canvas_core.blocks import deep_research
+
+    # Given a model that answers neither the queries nor the decision in the shape asked for
+    search = StubSearch({"*": [result(1)]})
+    monkeypatch.setattr("canvas_core.blocks.research.get_search_provider", lambda settings: search)
+    monkeypatch.setattr(deep_research, "Fetcher", StubFetcher({"https://site1.example/a": page(1, "Crabs hide.")}))
+    ctx = context("deep-research-block", provider=ScriptedModel(lambda p: "I would search for tide pools."))
+    # When
+    deep_research.run(ctx)
+    # Then the task itself was searched, and both fallbacks are noted for the run's errors
+    assert search.queries[0] == "Research tide pools"
+    assert ctx.notes == [
+        "The model's answer held no JSON array of search queries; the task itself was searched",
+        "The model's answer on whether to search further was not the JSON asked for; "
+        "the next queries, if any, came from the new sources' key terms",
+    ]
 
 
 @pytest.mark.parametrize("block_type", ["web-research-block", "deep-research-block"])

@@ -136,6 +136,10 @@ def _next_queries(ctx: BlockContext, task: str, notes: list[Note], found: list[N
         queries = [q for q in decision.get("queries") or [] if isinstance(q, str) and q.strip() and q not in ran]
         return queries[:QUERIES_PER_ROUND]
     # Not the asked shape: follow what the new sources talk about that the queries did not ask yet.
+    ctx.note(
+        "The model's answer on whether to search further was not the JSON asked for; "
+        "the next queries, if any, came from the new sources' key terms"
+    )
     base = plain_query(task, words=8)
     terms = key_terms(" ".join(n.text for n in found), exclude=" ".join([task, *ran]), count=2)
     return [q for q in (f"{base} {t}" for t in terms) if q not in ran]

@@ -19,7 +19,11 @@ def run(ctx: BlockContext) -> BlockOutput:
         f"{task}\n\nAnswer with a markdown list: one item per line starting with '- ', and the details of an "
         "item as sub-items indented under it." + (f"\n\nMaterial:\n{material}" if material else "")
     )
-    items = parse_list(ctx.complete(ask, role="analyst").text) or parse_list(material)
+    items = parse_list(ctx.complete(ask, role="analyst").text)
+    if not items:
+        items = parse_list(material)
+        if items:
+            ctx.note("The model's answer held no list; the lists in the block's inputs were used")
     if not items:
         raise BlockFatalError("No list could be built: the model's answer and the inputs hold no list items")
     items = items[:MAX_ITEMS]

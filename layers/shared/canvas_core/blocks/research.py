@@ -73,6 +73,8 @@ def plan_queries(ctx: BlockContext, task: str, count: int, known: list[str] | No
         role="researcher",
     )
     queries = [q for q in json_value(completion.text, list) or [] if isinstance(q, str) and q.strip()]
+    if not queries:
+        ctx.note("The model's answer held no JSON array of search queries; the task itself was searched")
     queries = [" ".join(q.split())[:200] for q in queries if q not in (known or [])][:count]
     return queries or [plain_query(task)]
 

@@ -69,5 +69,6 @@ def _tables_from_model(ctx: BlockContext) -> list[Table]:
         return tables[:MAX_TABLES]
     items = parse_list(answer)
     if items:
+        ctx.note("The model's answer held no table; the items it listed were made its rows")
         return [table_from_rows([["#", "Item"], *[[str(i), item.text] for i, item in enumerate(items, 1)]])]
     raise BlockFatalError("No table could be built: the inputs hold no table and the model's answer had none")
