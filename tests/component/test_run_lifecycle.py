@@ -618,3 +618,21 @@ def test_a_first_attempt_starts_on_what_its_release_carried_and_a_retried_one_re
     assert run_block(block, second["block_type"]).status == "completed"
     # Then its first attempt worked on what the release carried, a retried one on what the store holds
     assert seen == (["carried"] if attempt == 0 else [prompt.content])
+
+
+def test_a_client_that_sees_the_run_ended_reads_its_task_tree_ended(aws, account, function, context, monkeypatch):
+    # Given a run whose end is watched as it is written: what the task tree says at that moment
+    created = start_run(function, context, account.api_key)
+    seen: list[list[str]] = []
+    finish_run = Store.finish_run
+
+    def watched(self, *args, **kwargs):
+        tasks = self.get_tasks(created["canvas_id"])
+        seen.append([t.status.value for t in tasks if t.task_type.value == "parent-task"])
+        return finish_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "finish_run", watched)
+    # When the run is driven to its end
+    drive(function, context, account.account_id, created)
+    # Then its parent task had ended before the run showed ended
+    assert seen == [["completed"]]

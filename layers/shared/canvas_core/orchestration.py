@@ -196,6 +196,9 @@ def finalize_run(
     ran = [n for n in nodes if not n.reused]
     # Ending the run also gives back its slot among the account's running runs (in the same write).
     finished_at_ms = now_ms()
+    # The task tree ends before the run shows ended, so a client that sees the run end reads its tree ended too.
+    task_status = TaskStatus.COMPLETED if status == RunStatus.COMPLETED else TaskStatus.ERROR
+    store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), task_status)
     ended = store.finish_run(
         run_id,
         run.account_id,
@@ -210,8 +213,12 @@ def finalize_run(
     if ended:
         (events or Events()).publish_run_status(run.account_id, run_id, status.value, finished_at_ms)
         count("RunsEnded", status=status.value)
-    task_status = TaskStatus.COMPLETED if status == RunStatus.COMPLETED else TaskStatus.ERROR
-    store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), task_status)
+    else:
+        # Another end came first (a cancel, Fail Run): the tree takes the status the run ended with.
+        ended_run = store.get_run(run_id, consistent=True)
+        ended_as = ended_run.status if ended_run else status
+        ended_task = TaskStatus.COMPLETED if ended_as == RunStatus.COMPLETED else TaskStatus.ERROR
+        store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), ended_task)
     logger.info("Run finished", extra={"status": status.value, "blocks": len(nodes), "completed": len(completed)})
     return {"run_id": run_id, "status": status.value}
 
