@@ -29,7 +29,7 @@ from canvas_core.observability import count, logger
 from canvas_core.orchestration import CANCELLED, RunStateError, finalize_run, plan_run
 from canvas_core.runs import get_run_status
 from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth, strip_control
-from canvas_core.validation import MAX_AGENT_INSTRUCTIONS_CHARS
+from canvas_core.validation import MAX_AGENT_INSTRUCTIONS_CHARS, only_instructions
 
 # The error a cancelled run's parked Await Approval task fails with (the run has ended already).
 CANCELLED_ERROR = "RunCancelled"
@@ -53,13 +53,7 @@ class ApproveRunForm(ApproveRunRequest):
     @classmethod
     def _only_instructions(cls, body: Any) -> Any:
         # A misspelt field would otherwise approve the plan, and let it spend, without the instructions meant.
-        if isinstance(body, dict):
-            unknown = sorted(k for k in body if k != "instructions" and not (k == "files" and not body[k]))
-            if unknown:
-                raise RequestRefused(
-                    BadRequestError(f"Unknown field {', '.join(map(repr, unknown))}: the body takes only instructions")
-                )
-        return body
+        return only_instructions(body)
 
     @field_validator("instructions", mode="before", json_schema_input_type=dict[str, str])
     @classmethod

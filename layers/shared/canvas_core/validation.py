@@ -213,13 +213,7 @@ class RerunBlockForm(RerunBlockRequest):
     @classmethod
     def _only_instructions(cls, body: Any) -> Any:
         # A misspelt field would otherwise re-run the block, and charge for it, on its old instructions.
-        if isinstance(body, dict):
-            unknown = sorted(k for k in body if k != "instructions" and not (k == "files" and not body[k]))
-            if unknown:
-                raise RequestRefused(
-                    BadRequestError(f"Unknown field {', '.join(map(repr, unknown))}: the body takes only instructions")
-                )
-        return body
+        return only_instructions(body)
 
     @field_validator("instructions", mode="before", json_schema_input_type=str)
     @classmethod
@@ -305,3 +299,14 @@ def _zip_has(data: bytes, prefix: str) -> bool:
             return any(name.startswith(prefix) for name in archive.namelist())
     except zipfile.BadZipFile:
         return False
+
+
+def only_instructions(body: Any) -> Any:
+    """A body of `instructions` alone (an empty `files` part of a form aside): any other field is refused, 400."""
+    if isinstance(body, dict):
+        unknown = sorted(k for k in body if k != "instructions" and not (k == "files" and not body[k]))
+        if unknown:
+            raise RequestRefused(
+                BadRequestError(f"Unknown field {', '.join(map(repr, unknown))}: the body takes only instructions")
+            )
+    return body
