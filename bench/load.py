@@ -422,6 +422,7 @@ class RunOutcome:
     status: str | None = None  # the last status seen; None if the run was never created
     create_error: str | None = None
     credits: int = 0
+    create_ms: float | None = None  # the accepted create's latency
     violations: list[str] = field(default_factory=list)  # evidence that the service mixed runs or accounts
     unverified: list[str] = field(default_factory=list)  # checks that could not be made (5xx, transport errors)
 
@@ -532,6 +533,7 @@ class Client:
                 outcome.create_error = f"HTTP {response.status_code} {response.text[:160]!r}"
                 return False
             self.tally.create_ms.append(elapsed_ms)
+            outcome.create_ms = elapsed_ms
             outcome.run_id, outcome.canvas_id = data["run_id"], data.get("canvas_id")
             outcome.status = data.get("status")
             return True
