@@ -288,12 +288,12 @@ def test_the_same_idempotency_key_from_another_account_is_another_run(aws, accou
 def test_a_keyed_request_still_in_progress_is_409(aws, account, function, context, monkeypatch):
     from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 
-    from canvas_core import runs
+    from canvas_core.adapters import idempotency
 
     def in_progress(**_):
         raise IdempotencyAlreadyInProgressError("in progress")
 
-    monkeypatch.setattr(runs, "_idempotent_create", lambda *_: (in_progress, runs_config()))
+    monkeypatch.setattr(idempotency, "_idempotent", lambda *_: (in_progress, runs_config()))
     event = load_event("create_run", api_key=account.api_key)
     event["headers"]["Idempotency-Key"] = "busy"
     response = function("api/create_run")(event, context)

@@ -12,12 +12,11 @@ reservation, in one write (`Store.admit_run`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from canvas_core.adapters.aws import client
 from canvas_core.adapters.events import Events
 from canvas_core.adapters.executions import Executions
+from canvas_core.adapters.idempotency import call_once
 from canvas_core.adapters.store import Store
 from canvas_core.clock import new_id, now_ms, parse_uuid
 from canvas_core.errors import (
@@ -37,11 +36,7 @@ from canvas_core.observability import count, logger
 from canvas_core.planner import parent_task_id, persona_task_id
 from canvas_core.settings import api_settings, provider_settings
 
-if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
-
 RERUN_NAME_CHARS = 80
-IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 INSTRUCTIONS_EXCERPT_CHARS = 120
 
 
@@ -177,42 +172,12 @@ def rerun_block_once(
     POST /v1/run does: a client that retries after a lost response does not start (and pay for) a second re-run."""
     if not idempotency_key:
         return rerun_block(canvas_id, block_id, request, account_id)
-    from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
-
-    rerun, config = _idempotent_rerun(api_settings().idempotency_table, client("dynamodb"))
-    if lambda_context is not None:
-        config.register_lambda_context(lambda_context)
     scope = RerunScope(account_id=account_id, key=idempotency_key, canvas_id=canvas_id, block_id=block_id)
-    try:
-        return rerun(scope=scope, request=request)
-    except IdempotencyAlreadyInProgressError:
-        raise ConflictError("A request with this Idempotency-Key is still being processed; retry shortly") from None
+    return call_once(_rerun_keyed, CreateRunResponse, scope, lambda_context, request=request)
 
 
-def _idempotent_rerun(table_name: str, dynamodb: Any) -> tuple[Callable[..., CreateRunResponse], IdempotencyConfig]:
-    # As runs._idempotent_create: imported on the first keyed request, built per request (the config holds the
-    # invocation's Lambda context).
-    from aws_lambda_powertools.utilities.idempotency import (
-        DynamoDBPersistenceLayer,
-        IdempotencyConfig,
-        idempotent_function,
-    )
-    from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
-
-    config = IdempotencyConfig(expires_after_seconds=IDEMPOTENCY_TTL_SECONDS)
-    persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=dynamodb)
-
-    # Powertools leaves idempotent_function's return unannotated; the function keeps its signature.
-    @idempotent_function(  # type: ignore[untyped-decorator]
-        data_keyword_argument="scope",
-        persistence_store=persistence,
-        config=config,
-        output_serializer=PydanticSerializer(model=CreateRunResponse),
-    )
-    def rerun(scope: RerunScope, request: RerunBlockRequest) -> CreateRunResponse:
-        return rerun_block(scope.canvas_id, scope.block_id, request, scope.account_id)
-
-    return rerun, config
+def _rerun_keyed(scope: RerunScope, request: RerunBlockRequest) -> CreateRunResponse:
+    return rerun_block(scope.canvas_id, scope.block_id, request, scope.account_id)
 
 
 def downstream_of(block_id: str, edges: list[EdgeItem]) -> set[str]:

@@ -6,18 +6,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
-from canvas_core.adapters.aws import client
 from canvas_core.adapters.events import Events
 from canvas_core.adapters.executions import Executions
+from canvas_core.adapters.idempotency import call_once
 from canvas_core.adapters.store import Store
 from canvas_core.clock import iso_utc, new_id, now_ms, parse_uuid
 from canvas_core.errors import (
     BadRequestError,
-    ConflictError,
     InsufficientCreditsError,
     InvalidCursorError,
     RunNotFoundError,
@@ -42,9 +40,6 @@ from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus, Templa
 from canvas_core.models.items import CanvasItem, RunError, RunItem, RunSummaryItem, Upload
 from canvas_core.observability import count, logger
 from canvas_core.settings import api_settings, provider_settings, state_machine_settings
-
-if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
 
 def create_run(
@@ -146,9 +141,6 @@ def create_run(
     )
 
 
-IDEMPOTENCY_TTL_SECONDS = 24 * 3600
-
-
 class IdempotencyScope(Model):
     """What makes two create requests the same: one account's Idempotency-Key."""
 
@@ -163,41 +155,12 @@ def create_run_once(
     a client that retries after a lost response does not start a second run."""
     if not idempotency_key:
         return create_run(request, account_id)
-    from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
-
-    create, config = _idempotent_create(api_settings().idempotency_table, client("dynamodb"))
-    if lambda_context is not None:
-        config.register_lambda_context(lambda_context)
-    try:
-        return create(scope=IdempotencyScope(account_id=account_id, key=idempotency_key), request=request)
-    except IdempotencyAlreadyInProgressError:
-        raise ConflictError("A request with this Idempotency-Key is still being processed; retry shortly") from None
+    scope = IdempotencyScope(account_id=account_id, key=idempotency_key)
+    return call_once(_create_keyed, CreateRunResponse, scope, lambda_context, request=request)
 
 
-def _idempotent_create(table_name: str, dynamodb: Any) -> tuple[Callable[..., CreateRunResponse], IdempotencyConfig]:
-    # Imported on the first keyed request only (the utility wires a good deal); built per request, because the
-    # config holds the invocation's Lambda context and no two invocations may share it.
-    from aws_lambda_powertools.utilities.idempotency import (
-        DynamoDBPersistenceLayer,
-        IdempotencyConfig,
-        idempotent_function,
-    )
-    from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
-
-    config = IdempotencyConfig(expires_after_seconds=IDEMPOTENCY_TTL_SECONDS)
-    persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=dynamodb)
-
-    # Powertools leaves idempotent_function's return unannotated; the function keeps its signature.
-    @idempotent_function(  # type: ignore[untyped-decorator]
-        data_keyword_argument="scope",
-        persistence_store=persistence,
-        config=config,
-        output_serializer=PydanticSerializer(model=CreateRunResponse),
-    )
-    def create(scope: IdempotencyScope, request: CreateRunRequest) -> CreateRunResponse:
-        return create_run(request, scope.account_id)
-
-    return create, config
+def _create_keyed(scope: IdempotencyScope, request: CreateRunRequest) -> CreateRunResponse:
+    return create_run(request, scope.account_id)
 
 
 def canvas_name(prompt: str) -> str:
