@@ -209,82 +209,66 @@ class Store:
     def park_for_review(self, run_id: str, task_token: str, plan: dict[str, Any], estimated_credits: int) -> bool:
         """Store the token of the run's Await Approval task, the plan it resumes with and what its blocks are expected
         to spend; only while the run is `running` and not approved (False otherwise: it ended meanwhile)."""
-        try:
-            with dynamodb_errors():
-                self.ddb.update_item(
-                    TableName=self.settings.runs_table,
-                    Key={"run_id": {"S": run_id}},
-                    UpdateExpression="SET review_token = :token, review_plan = :plan, estimated_credits = :estimate",
-                    ConditionExpression="#s = :running AND attribute_not_exists(approved_at_ms)",
-                    ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues=expression_values(
-                        token=task_token,
-                        plan=json.dumps(plan, separators=(",", ":")),
-                        estimate=estimated_credits,
-                        running="running",
-                    ),
-                )
-        except ConditionFailed:
-            return False
-        return True
+        return self._update_running_run(
+            run_id,
+            "SET review_token = :token, review_plan = :plan, estimated_credits = :estimate",
+            "attribute_not_exists(approved_at_ms)",
+            token=task_token,
+            plan=json.dumps(plan, separators=(",", ":")),
+            estimate=estimated_credits,
+        )
 
     def claim_approval(self, run_id: str, task_token: str, approved_at_ms: int) -> bool:
         """True for exactly one caller, while the run is `running`, parked with `task_token` and no cancel has marked
         it: the one that may send the token. The token is taken off the run in the same write, so the run no longer
         shows as awaiting approval. Like `claim_release`, the claim names its caller, so a resent write whose first
         answer was lost finds it its own."""
-        claimant = str(uuid.uuid4())
-        try:
-            with dynamodb_errors():
-                self.ddb.update_item(
-                    TableName=self.settings.runs_table,
-                    Key={"run_id": {"S": run_id}},
-                    UpdateExpression="SET approved_at_ms = :now, approved_by = :me REMOVE review_token",
-                    ConditionExpression="#s = :running AND attribute_not_exists(cancelled_at_ms) "
-                    "AND (review_token = :token OR approved_by = :me)",
-                    ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues=expression_values(
-                        now=approved_at_ms, token=task_token, running="running", me=claimant
-                    ),
-                )
-        except ConditionFailed:
-            return False
-        return True
+        return self._update_running_run(
+            run_id,
+            "SET approved_at_ms = :now, approved_by = :me REMOVE review_token",
+            "attribute_not_exists(cancelled_at_ms) AND (review_token = :token OR approved_by = :me)",
+            now=approved_at_ms,
+            token=task_token,
+            me=str(uuid.uuid4()),
+        )
 
     def claim_cancel(self, run_id: str, cancelled_at_ms: int) -> bool:
         """True for exactly one caller, while the run is `running`: the cancel that ends it. Marked before its blocks
         are ended, so that the run's own end, which ending them may bring about, ends it cancelled too. Names its
         caller, as `claim_approval` does."""
-        claimant = str(uuid.uuid4())
+        return self._update_running_run(
+            run_id,
+            "SET cancelled_at_ms = :now, cancelled_by = :me",
+            "(attribute_not_exists(cancelled_at_ms) OR cancelled_by = :me)",
+            now=cancelled_at_ms,
+            me=str(uuid.uuid4()),
+        )
+
+    def unclaim_approval(self, run_id: str, task_token: str) -> None:
+        """Give an approval back whose token could not be sent, so that the approval can be tried again (unless the
+        run ended meanwhile: there is nothing left to approve)."""
+        self._update_running_run(
+            run_id,
+            "SET review_token = :token REMOVE approved_at_ms, approved_by",
+            "attribute_not_exists(review_token)",
+            token=task_token,
+        )
+
+    def _update_running_run(self, run_id: str, update: str, condition: str, **values: Any) -> bool:
+        """Apply `update` to the run only while it is `running` and `condition` holds (False otherwise)."""
         try:
             with dynamodb_errors():
                 self.ddb.update_item(
                     TableName=self.settings.runs_table,
                     Key={"run_id": {"S": run_id}},
-                    UpdateExpression="SET cancelled_at_ms = :now, cancelled_by = :me",
-                    ConditionExpression="#s = :running AND "
-                    "(attribute_not_exists(cancelled_at_ms) OR cancelled_by = :me)",
+                    UpdateExpression=update,
+                    ConditionExpression=f"#s = :running AND {condition}",
                     ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues=expression_values(now=cancelled_at_ms, running="running", me=claimant),
+                    ExpressionAttributeValues=expression_values(running="running", **values),
                 )
         except ConditionFailed:
             return False
         return True
-
-    def unclaim_approval(self, run_id: str, task_token: str) -> None:
-        """Give an approval back whose token could not be sent, so that the approval can be tried again."""
-        try:
-            with dynamodb_errors():
-                self.ddb.update_item(
-                    TableName=self.settings.runs_table,
-                    Key={"run_id": {"S": run_id}},
-                    UpdateExpression="SET review_token = :token REMOVE approved_at_ms, approved_by",
-                    ConditionExpression="#s = :running AND attribute_not_exists(review_token)",
-                    ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues=expression_values(token=task_token, running="running"),
-                )
-        except ConditionFailed:
-            pass  # the run ended meanwhile: there is nothing left to approve
 
     def list_runs(
         self, account_id: str, limit: int, after: tuple[int, str] | None = None
