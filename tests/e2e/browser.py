@@ -1,12 +1,15 @@
 """Headless Chromium for the browser tests: Debian's chromium driven through its own chromedriver, so nothing is
 downloaded (selenium's driver manager is never asked); a fresh profile each time. `make browser` installs both.
-axe-core (`make axe`, into .cache/axe) checks a page's accessibility from inside it."""
+axe-core (`make axe`, into .cache/axe) checks a page's accessibility from inside it. With them, what the browser tests
+share: waiting for the page, finding an element, saving a screenshot."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -83,3 +86,35 @@ def chromium() -> Iterator[object]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 20, what: str = "the page") -> Any:
+    """`check()`'s first true value, looked at every 0.1 s; its exception or an AssertionError after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if value := check():
+                return value
+        except Exception:  # the element is not there yet
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout}s")
+        time.sleep(0.1)
+
+
+def by_id(driver: Any, element_id: str) -> Any:
+    return driver.find_element("id", element_id)
+
+
+def screenshots_folder(name: str) -> Path:
+    """Where a test file's screenshots go: $CANVAS_SCREENSHOTS/`name` (default: in the temporary folder), never
+    into the tree."""
+    return Path(os.environ.get("CANVAS_SCREENSHOTS") or tempfile.gettempdir()) / name
+
+
+def screenshot(driver: Any, folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path

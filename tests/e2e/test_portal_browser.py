@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +19,12 @@ import pytest
 from bench.dags import Block, Dag, scripted
 from canvas_local.stack import LocalStack
 from tests.e2e import browser
+from tests.e2e.browser import by_id, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 KEY = "sk_canvas_e2e_portal_holder_" + "p" * 24
-SCREENSHOTS = Path(os.environ.get("CANVAS_SCREENSHOTS") or tempfile.gettempdir()) / "canvas-portal-screenshots"
+SCREENSHOTS = browser.screenshots_folder("canvas-portal-screenshots")
 
 
 @pytest.fixture(scope="module")
@@ -64,29 +63,8 @@ def receiver() -> Iterator[tuple[str, list[bytes]]]:
     server.shutdown()
 
 
-def wait_until(check: Callable[[], Any], timeout: float = 20, what: str = "the page") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if value := check():
-                return value
-        except Exception:  # the element is not there yet
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout}s")
-        time.sleep(0.1)
-
-
 def screenshot(driver: Any, name: str) -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    driver.save_screenshot(str(path))
-    return path
-
-
-def by_id(driver: Any, element_id: str) -> Any:
-    return driver.find_element("id", element_id)
+    return browser.screenshot(driver, SCREENSHOTS, name)
 
 
 def sign_in(driver: Any, stack: LocalStack) -> None:

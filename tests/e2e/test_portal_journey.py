@@ -6,11 +6,8 @@ $CANVAS_SCREENSHOTS/canvas-journey-screenshots (default: the temporary folder), 
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -22,11 +19,12 @@ from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.errors import BlockFatalError
 from canvas_local.stack import LocalStack
 from tests.e2e import browser
+from tests.e2e.browser import by_id, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 KEY = "sk_canvas_e2e_journey_holder_" + "j" * 24
-SCREENSHOTS = Path(os.environ.get("CANVAS_SCREENSHOTS") or tempfile.gettempdir()) / "canvas-journey-screenshots"
+SCREENSHOTS = browser.screenshots_folder("canvas-journey-screenshots")
 PROMPT = "journey e2e: a run with a reason and a markdown answer"
 FAILURE = "Block 0 could not read its source on purpose"
 # The answer the run ends with: every construct the viewer renders, and what it must never turn into HTML.
@@ -84,27 +82,8 @@ def partial_run(stack: LocalStack) -> str:
     return run_id
 
 
-def wait_until(check: Callable[[], Any], timeout: float = 20, what: str = "the page") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if value := check():
-                return value
-        except Exception:  # the element is not there yet
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout}s")
-        time.sleep(0.1)
-
-
-def by_id(driver: Any, element_id: str) -> Any:
-    return driver.find_element("id", element_id)
-
-
 def screenshot(driver: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    browser.screenshot(driver, SCREENSHOTS, name)
 
 
 def check_page(driver: Any, name: str) -> None:

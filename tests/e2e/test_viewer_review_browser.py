@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from bench.dags import Block, Dag, scripted
-from tests.e2e.test_portal_browser import KEY, by_id, driver, screenshot, sign_in, stack, wait_until
+from tests.e2e.browser import by_id, wait_until
+from tests.e2e.test_portal_browser import KEY, driver, screenshot, sign_in, stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
