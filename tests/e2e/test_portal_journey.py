@@ -86,6 +86,15 @@ def screenshot(driver: Any, name: str) -> None:
     browser.screenshot(driver, SCREENSHOTS, name)
 
 
+def sign_in_afresh(driver: Any, stack: LocalStack) -> None:
+    """Sign the holder in from a fresh start (no session cookie), with the key typed and Enter."""
+    driver.delete_all_cookies()
+    driver.get(f"{stack.base_url}/portal")
+    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form")
+    by_id(driver, "api-key").send_keys(KEY + "\n")
+    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+
+
 def check_page(driver: Any, name: str) -> None:
     """What every page must be: no serious or critical axe-core violation, nothing wider than the window."""
     screenshot(driver, name)
@@ -245,11 +254,7 @@ def test_a_first_visit_by_keyboard_is_accessible_at(width, stack, driver, partia
 )
 def test_signing_in_follows_only_a_next_page_of_the_portal_or_viewer(next_page, stack, driver):
     # Given a signed-in holder
-    driver.delete_all_cookies()
-    driver.get(f"{stack.base_url}/portal")
-    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form")
-    by_id(driver, "api-key").send_keys(KEY + "\n")
-    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+    sign_in_afresh(driver, stack)
 
     # When the portal is opened with a `next` that leaves the portal and the viewer
     host = stack.base_url.split("://", 1)[1]
@@ -263,11 +268,7 @@ def test_signing_in_follows_only_a_next_page_of_the_portal_or_viewer(next_page, 
 
 def test_a_next_page_of_the_viewer_is_followed_once_signed_in(stack, driver, partial_run):
     # Given a signed-in holder
-    driver.delete_all_cookies()
-    driver.get(f"{stack.base_url}/portal")
-    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form")
-    by_id(driver, "api-key").send_keys(KEY + "\n")
-    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+    sign_in_afresh(driver, stack)
 
     # When the portal is opened with the viewer's page as `next`, given as an absolute path
     driver.get(f"{stack.base_url}/portal?next={quote(f'/runs/{partial_run}', safe='')}")
@@ -319,11 +320,7 @@ def rendered(driver: Any, text: str) -> dict[str, Any]:
 
 def test_the_answers_markdown_never_becomes_html_or_an_unsafe_link(stack, driver, partial_run):
     # Given the viewer's page, signed in
-    driver.delete_all_cookies()
-    driver.get(f"{stack.base_url}/portal")
-    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form")
-    by_id(driver, "api-key").send_keys(KEY + "\n")
-    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+    sign_in_afresh(driver, stack)
     driver.get(f"{stack.base_url}/runs/{partial_run}")
     wait_until(lambda: by_id(driver, "run-status").text == "partial", what="the viewer")
 
@@ -348,11 +345,7 @@ def test_the_answers_markdown_never_becomes_html_or_an_unsafe_link(stack, driver
 
 def test_the_pages_for_what_cannot_be_shown_are_accessible(stack, driver):
     # Given a signed-in holder
-    driver.delete_all_cookies()
-    driver.get(f"{stack.base_url}/portal")
-    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form")
-    by_id(driver, "api-key").send_keys(KEY + "\n")
-    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+    sign_in_afresh(driver, stack)
 
     for width in (1366, 390):
         driver.set_window_size(width, 900)
@@ -378,11 +371,7 @@ def test_a_failed_runs_reason_is_at_the_top_of_its_viewer(stack, driver):
             assert time.monotonic() < deadline, "the run did not end"
             time.sleep(0.2)
     assert run["status"] == "failed"
-    driver.delete_all_cookies()
-    driver.get(f"{stack.base_url}/portal")
-    wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form")
-    by_id(driver, "api-key").send_keys(KEY + "\n")
-    wait_until(lambda: by_id(driver, "signed-in").is_displayed(), what="signing in")
+    sign_in_afresh(driver, stack)
 
     # When its viewer is opened
     driver.get(f"{stack.base_url}/runs/{run_id}")
