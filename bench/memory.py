@@ -12,12 +12,17 @@ the middle of the runs and their end, per run.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import gc
 import json
 import logging
 import math
+import os
 import random
+import re
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -50,6 +55,58 @@ def rss_kb() -> int:
     return 0
 
 
+class MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def heap() -> dict[str, float]:
+    """Where RSS lies by allocator, in kB: glibc's heaps (in use and free) and its own mappings, and pymalloc's
+    arenas (in use and free). A growth that tracemalloc does not see shows here: in use, a native allocation kept;
+    free, fragmentation."""
+    found: dict[str, float] = {}
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    if hasattr(libc, "mallinfo2"):
+        libc.mallinfo2.restype = MallInfo2
+        info = libc.mallinfo2()
+        found["glibc heap in use kb"] = info.uordblks / 1024
+        found["glibc heap free kb"] = info.fordblks / 1024
+        found["glibc mmapped kb"] = info.hblkhd / 1024
+    with tempfile.TemporaryFile() as captured:
+        saved = os.dup(2)
+        try:
+            sys.stderr.flush()
+            os.dup2(captured.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        text = captured.read().decode("ascii", "replace")
+    for label, pattern in (
+        ("pymalloc arenas kb", r"bytes/arena\s*=\s*([\d,]+)"),
+        ("pymalloc in use kb", r"# bytes in allocated blocks\s*=\s*([\d,]+)"),
+        ("pymalloc free kb", r"# bytes in available blocks\s*=\s*([\d,]+)"),
+    ):
+        if match := re.search(pattern, text):
+            value = int(match.group(1).replace(",", ""))
+            found[label] = value / 1024
+    return found
+
+
 def census(stack: LocalStack) -> dict[str, float]:
     """What moto holds, by kind: counts and approximate bytes (items as JSON, object bodies as stored)."""
     from moto.dynamodb.models import dynamodb_backends
@@ -64,6 +121,8 @@ def census(stack: LocalStack) -> dict[str, float]:
             name = table.name.split("-")[-1] if "-" in table.name else table.name
             counts[f"dynamodb {name} items"] = len(items)
             counts[f"dynamodb {name} kb"] = sum(len(json.dumps(i.to_json())) for i in items) / 1024
+            if isinstance(table.items, moto_patch.PackedItems | moto_patch.PackedPartitions):
+                counts[f"dynamodb {name} packed kb"] = table.items.packed_bytes() / 1024
     with moto_patch.service_lock("s3"):
         for bucket in s3_backends[ACCOUNT_ID]["aws"].buckets.values():
             in_memory = on_disk = 0
@@ -170,6 +229,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=WARMUP_RUNS)
     parser.add_argument("--sample-every", type=int, default=SAMPLE_EVERY)
     parser.add_argument("--tracemalloc", action="store_true", help="allocation growth by line and file (slower)")
+    parser.add_argument(
+        "--frames",
+        type=int,
+        default=1,
+        help="with --tracemalloc: frames kept per allocation; above 1, the growth "
+        "by whole traceback is printed too (slower still)",
+    )
     parser.add_argument("--retention-days", type=int, default=None, help="the stack's local retention")
     args = parser.parse_args(argv)
     for noisy in ("werkzeug", "botocore", "canvas_local", "moto"):
@@ -187,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         driver.run(workload("warmup", "mem", args.warmup, rng, max_blocks=4))
         gc.collect()
         if args.tracemalloc:
-            tracemalloc.start(1)
+            tracemalloc.start(max(1, args.frames))
         samples: list[tuple[int, float]] = [(0, rss_kb())]
         middle: dict[str, Any] = {}
         half = args.runs // 2
@@ -198,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 samples.append((number, rss_kb()))
             if number == half:
                 middle["census"] = census(stack)
+                middle["heap"] = heap()
                 middle["types"] = objects_by_type()
                 if args.tracemalloc:
                     middle["snapshot"] = tracemalloc.take_snapshot()
@@ -210,11 +277,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         gc.collect()
         samples.append((args.runs, rss_kb()))
         end_census = census(stack)
+        end_heap = heap()
         end_types = objects_by_type()
         snapshot = tracemalloc.take_snapshot() if args.tracemalloc else None
         runs = args.runs - half
         print(f"runs {args.runs} in {elapsed:.0f}s, statuses {dict(driver.statuses)}")
         print_growth("census growth", middle["census"], end_census, runs)
+        print_growth("heap growth, kB", middle["heap"], end_heap, runs)
         print(f"objects by type growth (per run, over the last {runs} runs)")
         grown = Counter({k: end_types[k] - middle["types"].get(k, 0) for k in end_types})
         for name, count in grown.most_common(TOP):
@@ -231,6 +300,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                     print(f"  {stat.size_diff / 1024 / runs:8.1f}  {where[-90:]}")
                 total = sum(s.size_diff for s in stats) / 1024 / runs
                 print(f"  {total:8.1f}  total traced")
+            if args.frames > 1:
+                print("tracemalloc growth by traceback (KB per run, innermost frame last)")
+                stats = snapshot.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)]).compare_to(
+                    middle["snapshot"], "traceback"
+                )
+                for stat in stats[:TOP]:
+                    print(f"  {stat.size_diff / 1024 / runs:8.1f}")
+                    for frame in stat.traceback:
+                        print(f"            {frame.filename[-70:]}:{frame.lineno}")
     later = second_half(samples, args.runs)
     first, last = samples[0][1], samples[-1][1]
     # A step in RSS is a first use (a block's libraries imported, a cache filling), a slope is what runs keep.

@@ -80,6 +80,7 @@ import time
 import urllib.request
 import uuid
 import weakref
+import zlib
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -588,9 +589,10 @@ _ORIGINAL_UPDATE_ITEM = DynamoDBBackend.update_item
 
 class PackedItems(MutableMapping[DynamoType, Item]):
     """A table's items by hash key (a table without a range key), or one partition's by range key: each kept as
-    marshal bytes of its attributes, an `Item` built again on each read. What moto reads and writes through
-    `Table.items` (get, set, pop, `in`, len, values) works as on its dicts; an `Item` read is a copy, so a change
-    made to it is stored only when it is set again (`_update_and_store`)."""
+    marshal bytes of its attributes, compressed (about half the size, for some 25 µs an item more: docs/benchmarks.md),
+    an `Item` built again on each read. What moto reads and writes through `Table.items` (get, set, pop, `in`, len,
+    values) works as on its dicts; an `Item` read is a copy, so a change made to it is stored only when it is set
+    again (`_update_and_store`)."""
 
     __slots__ = ("_hash_key", "_packed")
 
@@ -602,7 +604,8 @@ class PackedItems(MutableMapping[DynamoType, Item]):
         return self._unpack(key, self._packed[key])
 
     def __setitem__(self, key: DynamoType, item: Item) -> None:
-        self._packed[key] = marshal.dumps(tuple((name, *_plain(value)) for name, value in item.attrs.items()))
+        packed = marshal.dumps(tuple((name, *_plain(value)) for name, value in item.attrs.items()))
+        self._packed[key] = zlib.compress(packed, 1)
 
     def __delitem__(self, key: DynamoType) -> None:
         del self._packed[key]
@@ -624,7 +627,7 @@ class PackedItems(MutableMapping[DynamoType, Item]):
         item.hash_key, item.range_key = (key, None) if self._hash_key is None else (self._hash_key, key)
         attributes = LimitedSizeDict.__new__(LimitedSizeDict)
         dict.__init__(attributes)
-        for name, kind, value in marshal.loads(packed):
+        for name, kind, value in marshal.loads(zlib.decompress(packed)):
             dict.__setitem__(attributes, name, _built(kind, value))
         item.attrs = attributes
         return item
