@@ -696,18 +696,22 @@ def _scan_evaluating_limit(self: Table, *args: Any, **kwargs: Any) -> Any:
         or not isinstance(self.items, PackedItems | PackedPartitions)
     ):
         return _ORIGINAL_SCAN(self, *args, **kwargs)
+    # Sorted by the keys' values (moto compares DynamoTypes by `cast_value`): compared in C, not through DynamoType's
+    # own methods, a sort of 150,000 keys takes a tenth of the time, and the sweep holds the DynamoDB lock meanwhile.
     if isinstance(self.items, PackedPartitions):
-        keys = sorted((hash_key, range_key) for hash_key, partition in self.items.items() for range_key in partition)
+        keys = sorted(
+            ((hash_key, range_key) for hash_key, partition in self.items.items() for range_key in partition),
+            key=_key_order,
+        )
     else:
-        keys = sorted((hash_key, None) for hash_key in self.items)
+        keys = sorted(((hash_key, None) for hash_key in self.items), key=_key_order)
     position = 0
     start = arguments.get("exclusive_start_key")
     if start:
         after = DynamoType(start[self.hash_key_attr])
         ranged = self.range_key_attr is not None
         position = bisect.bisect_right(
-            [key[0] for key in keys] if not ranged else keys,
-            (after, DynamoType(start[self.range_key_attr])) if ranged else after,
+            keys, _key_order((after, DynamoType(start[self.range_key_attr]) if ranged else None)), key=_key_order
         )
     window = keys[position : position + limit]
     candidates = [item for item in (self.get_item(h, r) for h, r in window) if item is not None]
@@ -720,6 +724,11 @@ def _scan_evaluating_limit(self: Table, *args: Any, **kwargs: Any) -> Any:
     if last is None and candidates and position + limit < len(keys):
         last = self._get_last_evaluated_key(candidates[-1], None)
     return results, scanned, last
+
+
+def _key_order(key: tuple[DynamoType, DynamoType | None]) -> tuple[Any, Any]:
+    hash_key, range_key = key
+    return hash_key.cast_value, None if range_key is None else range_key.cast_value
 
 
 def _packed_table_init(self: Table, *args: Any, **kwargs: Any) -> None:
