@@ -46,8 +46,10 @@ RUNS = 500
 SAMPLE_EVERY = 5
 CLIENTS = 20
 ACCOUNTS = 3
-# Every template once (and 8 block lists), so each block's libraries are loaded before the baseline.
-WARMUP_RUNS = 16
+# Five runs a client, at the load's concurrency: every template and block list several times, so each block's
+# libraries are loaded and each function has as many execution environments as the load keeps busy before the
+# baseline; a warm-up of 16 runs at 5 clients left the environments for 20 to be made during the load, as growth.
+WARMUP_RUNS = 100
 BURST = 200
 RUN_DEADLINE_S = 300.0
 POLL_INTERVAL_S = (0.5, 1.0)
@@ -820,7 +822,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     samples.append((ended, footprint(server.pid)))
 
             if args.warmup:
-                warm = run(workload("warmup", session, args.warmup, rng), "warm-up", min(5, args.warmup))
+                warm = run(workload("warmup", session, args.warmup, rng), "warm-up", min(args.clients, args.warmup))
                 print(f"  warm-up statuses: {histogram(warm.statuses())}", flush=True)
             baseline = settled_footprint(server.pid)
             print(f"  baseline: {baseline}", flush=True)
