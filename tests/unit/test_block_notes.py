@@ -124,6 +124,30 @@ def test_a_deliverable_whose_model_answered_nothing_is_made_all_the_same_and_the
     assert ctx.notes == ["The model's answer was empty; the file was made without its text"]
 
 
+def test_a_written_answer_the_model_left_empty_is_an_extract_of_the_inputs_and_the_block_says_why():
+    from canvas_core.blocks import text
+
+    findings = NodeItem(
+        canvas_id="c",
+        block_id="b1",
+        name="Field notes",
+        type="text-block",
+        status="completed",
+        content="Tide gauges in the harbour rose 4 cm over the decade. Dredging moved the channel east in 2019.",
+    )
+    # Given a model whose answer is only white space
+    ctx = _ctx("text-block", _Model(" \n "), inputs=[findings])
+    # When
+    output = text.run(ctx)
+    # Then the answer is drawn from the inputs, not empty, and the note says it was made without the model
+    assert "Tide gauges" in output.content or "Dredging" in output.content
+    assert "no language model was called" not in output.content
+    assert ctx.notes == [text.EMPTY_ANSWER]
+    # And an answer the model wrote is kept, with no note
+    written = _ctx("text-block", _Model("The harbour's water rose 4 cm [1]."), inputs=[findings])
+    assert text.run(written).content.startswith("The harbour's water rose 4 cm") and written.notes == []
+
+
 def test_a_deliverable_the_model_wrote_has_no_note():
     from canvas_core.blocks import document
 

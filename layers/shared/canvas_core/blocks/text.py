@@ -10,10 +10,14 @@ from canvas_core.agents.personas import role_of, system_prompt
 from canvas_core.agents.writer import WRITER_DUTY
 from canvas_core.blocks.analysis import answer_lead, run_analyses, with_analyses
 from canvas_core.blocks.context import BlockContext, BlockOutput
+from canvas_core.providers.offline import NOTICE, OfflineProvider
+
+EMPTY_ANSWER = "The model's answer was empty; the answer is an extract of the inputs, made without a model"
 
 
 def run(ctx: BlockContext) -> BlockOutput:
-    """One model call (extractive with the offline provider) over the inputs, their sources numbered."""
+    """One model call (extractive with the offline provider) over the inputs, their sources numbered; an empty
+    answer is replaced by that extract, and the run's errors say so."""
     question = ctx.run.prompt.strip()
     task = ctx.node.instructions or f"Write the answer to: {question}"
     sources, sections = number_sources(ctx.inputs)
@@ -21,12 +25,16 @@ def run(ctx: BlockContext) -> BlockOutput:
     if analyses:
         sections = with_analyses(sources, sections, analyses)
     brief = f"Question: {question}\n\nYour task: {task}" if task.strip() != question else f"Question: {question}"
-    completion = ctx.complete(
-        compose(brief, sections, sources),
-        role=role_of(ctx.node.persona, "writer"),
-        system=system_prompt(ctx.node.persona or "Writer", ctx.run.agent_instructions, WRITER_DUTY),
-    )
-    body = strip_sources_section(completion.text.strip())
+    prompt = compose(brief, sections, sources)
+    role = role_of(ctx.node.persona, "writer")
+    system = system_prompt(ctx.node.persona or "Writer", ctx.run.agent_instructions, WRITER_DUTY)
+    body = strip_sources_section(ctx.complete(prompt, role=role, system=system).text.strip())
+    if not body:
+        # An empty answer is no answer: the extract the offline provider makes of the same material stands in,
+        # without its notice that the deployment has no model (this one has; the run's errors say what happened).
+        ctx.note(EMPTY_ANSWER)
+        extract = OfflineProvider().complete(system=system, prompt=prompt, role=role).text
+        body = strip_sources_section(extract.replace(NOTICE, "").strip())
     lead = answer_lead(analyses, sources)
     if lead:
         body = f"{lead}\n\n{body}"
