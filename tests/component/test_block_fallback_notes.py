@@ -93,3 +93,36 @@ def test_an_app_the_model_wrote_leaves_no_note(openai, account, function, contex
     assert not [e for e in data.get("errors", []) if e.get("block_type") == "app-block"]
     _, nodes, _ = Store().get_canvas(created["canvas_id"])
     assert [n.notes for n in nodes if n.type == "app-block"] == [[]]
+
+
+def test_a_text_block_the_model_answered_with_nothing_answers_from_its_inputs_and_the_run_says_why(
+    openai, account, function, context
+):
+    from canvas_core.agents.writer import WRITER_DUTY
+    from canvas_core.blocks.text import EMPTY_ANSWER
+
+    # Given a model that answers the Writer with white space, and every other call as usual
+    openai.replies(lambda call: "  \n" if WRITER_DUTY in call.system else default_reply(call))
+    created = start_run(
+        function,
+        context,
+        account.api_key,
+        {"prompt": "What moved the harbour channel east, and when?", "blocks": '["text-block"]'},
+    )
+    # When
+    drive(function, context, account.account_id, created)
+    # Then the Writer was asked, the run completed with an answer that is not empty, and its errors say why
+    assert any(WRITER_DUTY in c.system for c in openai.calls)
+    data = get_run(function, context, account.api_key, created["run_id"])
+    assert data["status"] == "completed"
+    _, nodes, _ = Store().get_canvas(created["canvas_id"])
+    text = next(n for n in nodes if n.type == "text-block")
+    assert text.status.value == "completed" and (text.content or "").strip()
+    assert "no language model was called" not in (text.content or "")
+    assert text.notes == [EMPTY_ANSWER]
+    assert {
+        "error": f"{text.name}: {EMPTY_ANSWER}",
+        "block_id": text.block_id,
+        "block_type": "text-block",
+        "recoverable": True,
+    } in data["errors"]
