@@ -1402,3 +1402,123 @@ def test_a_scan_with_a_limit_on_packed_items_builds_only_the_items_it_evaluates(
     # And a scan without a filter, page after page, reads every item once
     assert len(every) == 23
     assert len({str(item) for item in every}) == 23
+
+
+def run_index_operations(dynamodb: Any) -> list[Any]:
+    """Writes that move items in and out of two indexes (put, overwrite, update, remove the attribute, delete),
+    then queries of each: both directions, pages of two, a filter, a value no item holds, a number written
+    another way."""
+    dynamodb.create_table(
+        TableName="runs",
+        KeySchema=[{"AttributeName": "run_id", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "run_id", "AttributeType": "S"},
+            {"AttributeName": "account", "AttributeType": "S"},
+            {"AttributeName": "created", "AttributeType": "N"},
+            {"AttributeName": "slot", "AttributeType": "N"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_account",
+                "KeySchema": [
+                    {"AttributeName": "account", "KeyType": "HASH"},
+                    {"AttributeName": "created", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
+            {
+                "IndexName": "by_slot",
+                "KeySchema": [{"AttributeName": "slot", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            },
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for i in range(14):
+        item = {"run_id": {"S": f"r{i:02}"}, "created": {"N": str(100 - i)}, "slot": {"N": str(i % 3)}}
+        if i % 5:
+            item["account"] = {"S": "ab"[i % 2]}
+        dynamodb.put_item(TableName="runs", Item=item)
+    dynamodb.put_item(TableName="runs", Item={"run_id": {"S": "r03"}, "account": {"S": "c"}, "created": {"N": "7"}})
+    dynamodb.update_item(
+        TableName="runs",
+        Key={"run_id": {"S": "r04"}},
+        UpdateExpression="SET account = :a",
+        ExpressionAttributeValues={":a": {"S": "b"}},
+    )
+    dynamodb.update_item(TableName="runs", Key={"run_id": {"S": "r06"}}, UpdateExpression="REMOVE account")
+    dynamodb.delete_item(TableName="runs", Key={"run_id": {"S": "r07"}})
+
+    def pages(**query: Any) -> list[Any]:
+        found, start = [], None
+        while True:
+            page = dynamodb.query(TableName="runs", **query, **({"ExclusiveStartKey": start} if start else {}))
+            found.append((page["Items"], page.get("LastEvaluatedKey")))
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return found
+
+    answers = []
+    for account in ("a", "b", "c", "z"):
+        for forward in (True, False):
+            answers.append(
+                pages(
+                    IndexName="by_account",
+                    KeyConditionExpression="account = :a",
+                    ExpressionAttributeValues={":a": {"S": account}},
+                    ScanIndexForward=forward,
+                    Limit=2,
+                )
+            )
+    answers.append(
+        pages(
+            IndexName="by_account",
+            KeyConditionExpression="account = :a AND created > :c",
+            FilterExpression="slot <> :s",
+            ExpressionAttributeValues={":a": {"S": "b"}, ":c": {"N": "90"}, ":s": {"N": "1"}},
+        )
+    )
+    for slot in ("0", "1.0", "2", "5"):
+        answers.append(
+            pages(
+                IndexName="by_slot",
+                KeyConditionExpression="slot = :s",
+                ExpressionAttributeValues={":s": {"N": slot}},
+            )
+        )
+    return answers
+
+
+def test_a_query_of_an_index_on_packed_items_answers_as_motos_own_and_builds_only_the_matching_items(
+    backend_locks, monkeypatch
+):
+    # Given the same writes and index queries on moto's own storage and on packed items
+    built = []
+    unpack = moto_patch.PackedItems._unpack
+    monkeypatch.setattr(moto_patch.PackedItems, "_unpack", lambda self, *a: built.append(1) or unpack(self, *a))
+    answers = []
+    for packed in (False, True):
+        with mock_aws():
+            if packed:
+                moto_patch.install_packed_items()
+                moto_patch.install_caches()
+            try:
+                dynamodb = aws_client("dynamodb")
+                answers.append(run_index_operations(dynamodb))
+                if packed:
+                    # When one account's index is queried
+                    built.clear()
+                    dynamodb.query(
+                        TableName="runs",
+                        IndexName="by_account",
+                        KeyConditionExpression="account = :a",
+                        ExpressionAttributeValues={":a": {"S": "c"}},
+                    )
+            finally:
+                moto_patch.uninstall_caches()
+                moto_patch.uninstall_packed_items()
+
+    # Then every answer is the same, and the query built only the one item holding that account, not all 13
+    assert answers[1] == answers[0]
+    assert any(items for page in answers[0] for items, _ in page)
+    assert len(built) == 1
