@@ -757,11 +757,8 @@ def _scan_evaluating_limit(self: Table, *args: Any, **kwargs: Any) -> Any:
     window = keys[position : position + limit]
     candidates = [item for item in (self.get_item(h, r) for h, r in window) if item is not None]
     arguments.update(limit=None, exclusive_start_key=None)
-    self.all_items = lambda: candidates  # type: ignore[method-assign]
-    try:
+    with _all_items_being(self, candidates):
         results, scanned, last = _ORIGINAL_SCAN(**arguments)
-    finally:
-        del self.all_items
     if last is None and candidates and position + limit < len(keys):
         last = self._get_last_evaluated_key(candidates[-1], None)
     return results, scanned, last
@@ -1776,17 +1773,11 @@ def _query_partition(self: Table, *args: Any, **kwargs: Any) -> Any:
         return _query_index(self, arguments, *args, **kwargs)
     if not self.range_key_attr or hash_key is None:
         return _ORIGINAL_QUERY(self, *args, **kwargs)
-    # moto's query filters `all_items()` by hash key; for one call, that is this partition. The DynamoDB lock
-    # (reentrant: a request holds it already when the locks are installed) keeps the instance attribute from
-    # any other thread.
+    # moto's query filters `all_items()` by hash key; for one call, that is this partition.
     with _service_locks["dynamodb"]:
         partition = self.items.get(hash_key)  # .get: `items` is a defaultdict
-        candidates = list(partition.values()) if partition else []
-        self.all_items = lambda: candidates  # type: ignore[method-assign]
-        try:
+        with _all_items_being(self, list(partition.values()) if partition else []):
             return _ORIGINAL_QUERY(self, *args, **kwargs)
-        finally:
-            del self.all_items
 
 
 def _query_index(self: Table, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
@@ -1801,11 +1792,20 @@ def _query_index(self: Table, arguments: dict[str, Any], *args: Any, **kwargs: A
         candidates = self.items.indexed(name, value)
         if candidates is None:
             return _ORIGINAL_QUERY(self, *args, **kwargs)
-        self.all_items = lambda: candidates  # type: ignore[method-assign]
-        try:
+        with _all_items_being(self, candidates):
             return _ORIGINAL_QUERY(self, *args, **kwargs)
+
+
+@contextmanager
+def _all_items_being(table: Table, candidates: list[Item]) -> Iterator[None]:
+    """For one call of moto's query or scan, `table.all_items()` answers `candidates`. The DynamoDB lock (reentrant:
+    a request holds it already when the locks are installed) keeps the instance attribute from any other thread."""
+    with _service_locks["dynamodb"]:
+        table.all_items = lambda: candidates  # type: ignore[method-assign]
+        try:
+            yield
         finally:
-            del self.all_items
+            del table.all_items
 
 
 _backends_by_host: dict[str | None, Any] = {}
