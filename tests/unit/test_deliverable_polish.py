@@ -281,3 +281,23 @@ def test_a_word_tables_rows_never_break_across_a_page_and_only_its_header_repeat
     # And a short table is kept on one page: each row but the last keeps with the next
     kept = [all(p.paragraph_format.keep_with_next for c in r.cells for p in c.paragraphs) for r in grid.rows]
     assert kept == ([True] * count + [False] if count <= render_docx.KEEP_WHOLE_ROWS else [False] * (count + 1))
+
+
+# ---- a title the model wrote ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("title", LONG_TITLES)
+def test_a_long_title_the_model_wrote_is_a_whole_phrase_of_at_most_80_characters(title):
+    from canvas_core.blocks.deliverable import TITLE_LIMIT, compose
+    from tests.unit.test_block_notes import _ctx, _Model
+
+    # Given a draft whose one top-level heading, its title, is longer than a title may be
+    ctx = _ctx("document-block", _Model(""))
+    # When it is made a deliverable
+    made = compose(ctx, f"# {title}\n\n## Findings\n\nRevenue grew in the North.")
+    # Then its title is the start of the model's, cut as a whole phrase, within the limit
+    assert 12 <= len(made.title) <= TITLE_LIMIT
+    assert title.startswith(made.title)
+    assert made.title.split()[-1].lower() not in FUNCTION_WORDS
+    # And a title within the limit is kept as the model wrote it
+    assert compose(ctx, "# What drives churn?\n\n## Findings\n\nPrices.").title == "What drives churn?"

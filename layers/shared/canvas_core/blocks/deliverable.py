@@ -78,9 +78,12 @@ def outline(ctx: BlockContext) -> Outline:
     return asked
 
 
+TITLE_LIMIT = 80
+
+
 def title(ctx: BlockContext) -> str:
     """The deliverable's title when its writer gives none: from the request, never the prompt cut short."""
-    return title_for(strip_control(ctx.run.prompt))
+    return title_for(strip_control(ctx.run.prompt), TITLE_LIMIT)
 
 
 def outline_instructions(items: list[str] | tuple[str, ...], part: str) -> str:
@@ -200,6 +203,9 @@ def compose(
     draft left out (saying the material does not cover it), the inputs' tables the draft does not already show
     under Data (but those of the inputs in `exclude`), the references, and the run's date."""
     deliverable = parse_markdown(strip_control(text), title=title(ctx))
+    # A title the draft gave is held to what the request's would be: a whole phrase of at most TITLE_LIMIT characters.
+    if len(deliverable.title) > TITLE_LIMIT:
+        deliverable.title = shorten(deliverable.title, TITLE_LIMIT)
     drop_internal(deliverable)
     titled = [s for s in deliverable.sections if s.title]
     if deliverable.sections and not titled:
