@@ -636,3 +636,25 @@ def test_a_client_that_sees_the_run_ended_reads_its_task_tree_ended(aws, account
     drive(function, context, account.account_id, created)
     # Then its parent task had ended before the run showed ended
     assert seen == [["completed"]]
+
+
+def test_a_run_another_path_ended_first_leaves_its_task_tree_as_that_end_says(
+    aws, account, function, context, monkeypatch
+):
+    # Given a run whose blocks all complete, but which Fail Run ends as failed just before Finalize Run's write
+    created = start_run(function, context, account.api_key)
+    finish_run = Store.finish_run
+
+    def failed_first(self, run_id, account_id=None, **fields):
+        if fields.get("status") == "completed":
+            failed = {**fields, "status": "failed", "errors": [{"error": "The execution timed out"}]}
+            assert finish_run(self, run_id, account_id, **failed)
+        return finish_run(self, run_id, account_id, **fields)
+
+    monkeypatch.setattr(Store, "finish_run", failed_first)
+    # When the run is driven to its end
+    drive(function, context, account.account_id, created)
+    # Then the run stays as Fail Run ended it, and its parent task says so, not what Finalize Run found
+    assert Store().get_run(created["run_id"]).status.value == "failed"
+    tasks = Store().get_tasks(created["canvas_id"])
+    assert [t.status.value for t in tasks if t.task_type.value == "parent-task"] == ["error"]

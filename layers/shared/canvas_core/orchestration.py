@@ -197,8 +197,7 @@ def finalize_run(
     # Ending the run also gives back its slot among the account's running runs (in the same write).
     finished_at_ms = now_ms()
     # The task tree ends before the run shows ended, so a client that sees the run end reads its tree ended too.
-    task_status = TaskStatus.COMPLETED if status == RunStatus.COMPLETED else TaskStatus.ERROR
-    store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), task_status)
+    store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), _tree_status(status))
     ended = store.finish_run(
         run_id,
         run.account_id,
@@ -217,10 +216,15 @@ def finalize_run(
         # Another end came first (a cancel, Fail Run): the tree takes the status the run ended with.
         ended_run = store.get_run(run_id, consistent=True)
         ended_as = ended_run.status if ended_run else status
-        ended_task = TaskStatus.COMPLETED if ended_as == RunStatus.COMPLETED else TaskStatus.ERROR
-        store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), ended_task)
+        if ended_as != status:
+            store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), _tree_status(ended_as))
     logger.info("Run finished", extra={"status": status.value, "blocks": len(nodes), "completed": len(completed)})
     return {"run_id": run_id, "status": status.value}
+
+
+def _tree_status(status: RunStatus) -> TaskStatus:
+    """What a run's parent task says of how the run ended."""
+    return TaskStatus.COMPLETED if status == RunStatus.COMPLETED else TaskStatus.ERROR
 
 
 def fail_run(event: dict[str, Any], store: Store | None = None) -> dict[str, Any]:
