@@ -21,6 +21,7 @@ BENCHMARKS = (
     "archive_limits",
     "render",
     "analysis",
+    "analysis_questions",
     "model_inputs",
     "load",
 )
