@@ -708,13 +708,16 @@ class BadInput:
 
 
 def bad_inputs() -> list[BadInput]:
-    dates = ["2025-01-15", "15/02/2025", "March 3, 2025", "2025-02-20", "04/03/2025", "January 28, 2025"]
+    dates = ["2025-01-15", "15/02/2025", "March 3, 2025", "2025-02-20", "14/03/2025", "January 28, 2025"]
     mixed = [{"date": d, "amount": 100 * (n + 1)} for n, d in enumerate(dates)]
     amounts = ["$1,200.50", "$310.00", "$12,000.25", "$99.99"]
     priced = [{"item": f"Item {n + 1}", "amount": a} for n, a in enumerate(amounts)]
     one = [{"region": "Nordics", "revenue": 1234.5}]
     return [
         BadInput(Table("mixed_dates.csv", "csv", as_csv(mixed)), "What was the total amount?", answer([2_100])),
+        BadInput(
+            Table("mixed_dates.csv", "csv", as_csv(mixed)), "What was the amount in February 2025?", answer([600])
+        ),
         BadInput(Table("currency_text.csv", "csv", as_csv(priced)), "What is the total amount?", answer([13_610.74])),
         BadInput(Table("one_row.csv", "csv", as_csv(one)), "What is the total revenue?", answer([1_234.5])),
         BadInput(Table("empty.csv", "csv", b"region,revenue\n"), "What is the total revenue?", CANNOT),

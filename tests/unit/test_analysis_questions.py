@@ -34,6 +34,7 @@ from bench.questions import (
     ranked,
     score,
     support_questions,
+    tables,
     weather_questions,
 )
 from canvas_core.analysis.engine import load_file
@@ -110,6 +111,18 @@ def test_the_tables_make_the_largest_differ_from_the_fastest_growing_and_the_lon
         by_text(suite, "Which category took the most minutes in total?").labels
         != by_text(suite, "Which category has the highest average minutes to resolve per ticket?").labels
     )
+
+
+def test_the_suite_files_load_with_every_generated_row_and_one_table_per_sheet():
+    # When
+    loaded = {name: load_file(t.name, t.extension, t.data) for name, t in tables().items()}
+    # Then
+    assert [(d.name, d.rows) for d in loaded["orders.csv"]] == [("orders.csv", 5_000)]
+    assert [(d.name, d.rows) for d in loaded["support.xlsx"]] == [
+        ("support.xlsx, sheet Tickets", 1_200),
+        ("support.xlsx, sheet Agents", 10),
+    ]
+    assert [(d.name, d.rows) for d in loaded["weather.csv"]] == [("weather.csv", 6 * 365)]
 
 
 # ---- the scorer --------------------------------------------------------------------------------------------------
@@ -459,7 +472,7 @@ def test_the_analysis_says_cannot_to_every_question_the_data_cannot_answer(suite
 # ---- bad input ---------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", bad_inputs(), ids=lambda b: b.table.name)
+@pytest.mark.parametrize("bad", bad_inputs(), ids=lambda b: f"{b.table.name}: {b.question}")
 def test_a_badly_formed_table_loads(bad):
     # When
     datasets = load_file(bad.table.name, bad.table.extension, bad.table.data)
@@ -468,7 +481,7 @@ def test_a_badly_formed_table_loads(bad):
     assert [c.name for c in datasets[0].columns] == bad.table.data.decode().splitlines()[0].split(",")
 
 
-@pytest.mark.parametrize("bad", bad_inputs(), ids=lambda b: b.table.name)
+@pytest.mark.parametrize("bad", bad_inputs(), ids=lambda b: f"{b.table.name}: {b.question}")
 def test_a_question_over_a_badly_formed_table_gets_an_answer_line(bad):
     # Given
     answer_questions = answer_questions_or_skip()
