@@ -23,6 +23,7 @@ from canvas_core.prompt_format import (
     outline_in,
 )
 from canvas_core.providers.base import Completion, fit_input
+from canvas_core.sentences import sentences
 
 MODEL_ID = "offline/extractive-v1"
 NOTICE = "Offline answer: no language model was called (this deployment uses the deterministic offline provider)."
@@ -138,7 +139,7 @@ def _outlined(task: str, material: str, legend: str, items: list[str]) -> str:
 
 def _request_parts(task: str) -> list[str]:
     lead = re.sub(r"^(question|task):\s*", "", _first_paragraph(task), flags=re.IGNORECASE)
-    parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", lead) if len(p.strip()) > 3]
+    parts = [p for p in sentences(lead) if len(p) > 3]
     return parts or [lead]
 
 
@@ -208,7 +209,7 @@ def _cite_pages(body: str, refs: list[str], legend: str) -> str:
             mark = pages.get(page.group(1), "")
             out.append(line)
         elif mark and line.strip() and not line.lstrip().startswith(("#", "|")):
-            out.append(" ".join(_cite(s, f" [{mark}]") for s in re.split(r"(?<=[.!?])\s+(?!\[\d)", line.strip())))
+            out.append(" ".join(_cite(s, f" [{mark}]") for s in sentences(line)))
         else:
             out.append(line)
     return "\n".join(out)
@@ -223,7 +224,7 @@ def _sentences(body: str) -> list[str]:
         line = stripped.strip(" \t-*>")
         if not line or SCAFFOLDING.match(line) or re.match(r"^\[\d+\]\s", line) or is_internal(line):
             continue
-        out += [raw.strip() for raw in re.split(r"(?<=[.!?])\s+(?!\[\d)", line) if not is_internal(raw)]
+        out += [s for s in sentences(line) if not is_internal(s)]
     return out
 
 

@@ -17,6 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from canvas_core.prompt_format import NOT_COVERED, NOTHING_YET
+from canvas_core.sentences import sentences as sentences  # what renderers and blocks split text by
 from canvas_core.tables import (
     SEPARATOR,
     Table,
@@ -391,10 +392,6 @@ def safe_url(url: str | None) -> str | None:
         return None
     url = url.strip()
     return url if re.match(r"^(https?://|mailto:)[^\s<>\"']+$", url, re.IGNORECASE) else None
-
-
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])", text or "") if s.strip()]
 
 
 # ---- statements said once ---------------------------------------------------------------------------------------
