@@ -196,6 +196,10 @@ def _limit_size(
         return
     problems.append(f"the plan had {len(fixed) + len(kept)} blocks (at most {max_blocks}); {excess} were dropped")
     droppable = [s for s in kept if s is not deliverable and s is not answer]
+    # The files the request asks for are dropped last: the steps that feed them go first, from the end.
+    droppable = [s for s in droppable if s.block_type in DELIVERABLE_TITLES] + [
+        s for s in droppable if s.block_type not in DELIVERABLE_TITLES
+    ]
     for step in reversed(droppable[-excess:]):
         _remove(kept, step)
 

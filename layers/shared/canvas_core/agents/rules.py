@@ -5,7 +5,8 @@ The prompt is split into subtasks (its list items, or its questions, or the whol
 built in stages, each reading the one before: gather (uploads, the pages and videos the prompt links, web
 research), analyse (one prompt-block per subtask, tables, lists, a review), write (the Writer's answer) and
 deliver (the template's deliverable). What each template adds is in `_wanted`; signals in the prompt (words
-such as "research", "table", "slides") add blocks where the constraint allows them.
+such as "research", "table") add blocks where the constraint allows them, and with `auto` every deliverable the
+prompt asks to be made (agents/deliverables.py) is a block of its own.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 
 from canvas_core.agents.catalog import DELIVERABLE_DUTIES, DELIVERABLE_TITLES
 from canvas_core.agents.checks import ANSWER_TITLE, WRITER_TASK, Constraint
+from canvas_core.agents.deliverables import named_deliverables
 from canvas_core.agents.outline import read_request
 from canvas_core.agents.schema import PlanStep
 from canvas_core.models.catalog import BlockType, Template
@@ -53,24 +55,6 @@ RIGOUR = _words(
     "rigou?r", "rigorous", "cite", "citations?", "sources", "fact[- ]check", "verify", "accura\\w*", "evidence",
     "peer[- ]review\\w*",
 )  # fmt: skip
-# A deliverable named after a verb of making ("write a report", "make slides", "turn it into a deck"), so that
-# "summarize the report I sent" plans no report.
-MAKE = r"\b(?:write|create|make|draft|produce|prepare|build|generate|design|compile|turn|give me|put together)\b"
-
-
-def _made(*patterns: str) -> re.Pattern[str]:
-    return re.compile(MAKE + r"[^.?!\n]{0,60}?\b(" + "|".join(patterns) + r")\b", re.IGNORECASE)
-
-
-DELIVERABLE_WORDS: dict[BlockType, re.Pattern[str]] = {
-    B.LANDING_PAGE: _made("landing[- ]page", "homepage", "marketing page"),
-    B.PRESENTATION: _made("slides?", "slide deck", "deck", "presentation", "pptx"),
-    B.EXCEL: _made("spreadsheet", "excel", "xlsx", "workbook"),
-    B.MEMO: _made("memo", "memorandum", "briefing note"),
-    B.DOCUMENT: _made("report", "white ?paper", "docx", "word document", "write-?up"),
-    B.PROTOTYPE: _made("prototype", "mock-?up", "wireframe", "click-?through"),
-    B.APP: _made("web app", "app", "calculator", "dashboard", "game"),
-}
 
 
 @dataclass(frozen=True)
@@ -83,17 +67,13 @@ class Signals:
     list: bool
     image: bool
     rigour: bool
-    deliverables: tuple[BlockType, ...]  # named in the prompt, in the order they appear
+    deliverables: tuple[BlockType, ...]  # every one the prompt asks to be made, in the order it names them
 
 
 def read_signals(prompt: str, agent_instructions: str | None = None) -> Signals:
     # A link that does not parse as a URL (``http://[bad``) is no page to read: it is left to the prompt's text.
     urls = [u for u in dict.fromkeys(u.rstrip(".,;:!?") for u in URL.findall(prompt)) if _host(u)]
     text = URL.sub(" ", prompt)
-    named = sorted(
-        ((m.start(1), b) for b, pattern in DELIVERABLE_WORDS.items() if (m := pattern.search(text))),
-        key=lambda found: found[0],
-    )
     return Signals(
         web_urls=tuple(u for u in urls if not YOUTUBE.match(u))[:MAX_WEB_PAGES],
         video_urls=tuple(u for u in urls if YOUTUBE.match(u))[:MAX_VIDEOS],
@@ -103,7 +83,7 @@ def read_signals(prompt: str, agent_instructions: str | None = None) -> Signals:
         list=bool(LIST.search(text)),
         image=bool(IMAGE.search(text)),
         rigour=bool(RIGOUR.search(agent_instructions or "")),
-        deliverables=tuple(dict.fromkeys(b for _, b in named))[:2],
+        deliverables=named_deliverables(text),
     )
 
 
