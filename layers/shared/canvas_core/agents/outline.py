@@ -9,7 +9,7 @@ The Planner writes the outline into the deliverable's instructions (`outline_tex
 deliverable block reads it back (`outline_in`), asks its writer for one section, slide or row group per item,
 and fills in any the writer left out. The offline provider writes one `## ` section per item from the material
 (providers/offline.py), so without a model a deliverable is still the scaffold the request asked for.
-Standard library only.
+The words for each kind of deliverable come from agents/deliverables.py; otherwise standard library only.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from canvas_core.agents.deliverables import DELIVERABLE_NOUNS, ENDS_PHRASE
 from canvas_core.prompt_format import GENERIC_PARTS
+from canvas_core.sentences import first_sentence
 
 MAX_ITEMS = 12
 MAX_COUNT = 40
@@ -98,15 +100,35 @@ _SECOND_REQUEST = re.compile(
     r"compile|turn|give|put|send)\b.*$",
     re.IGNORECASE,
 )
-_KIND = re.compile(
-    r"^(?:(?:a|an|the|me a|us a|me an|some|short|brief|one-page|simple|quick|new|single-file|\d+|"
+# What a request asks to be made, which a title leaves out: one or several kinds of deliverable ("a report, a
+# slide deck and a web app"), each with what describes it ("a short", "the quarterly business"), then the word
+# that leads to the subject ("on", "for", "from").
+_KIND_NOUNS = (
+    "|".join(DELIVERABLE_NOUNS.values()) + r"|summary|overview|chart(?: image)?|images?|tables?|tracker|sheet|page"
+)
+_ONE_KIND = (
+    r"(?:(?:a|an|the|me a|us a|me an|some|short|brief|one-page|simple|quick|new|single-file|\d+|"
     + "|".join(_NUMBERS)
-    + r")[\s-]+)*(?:(?:\w+[\s-])?(?:report|white ?paper|memo(?:randum)?|briefing note|slides?|slide deck|deck|"
-    r"presentation|spreadsheet|workbook|excel(?: file| sheet)?|sheet|web app|app|dashboard|tracker|landing[- ]page|"
-    r"homepage|page|prototype|document|write-?up|summary|overview|chart(?: image)?|image|table))\b(?:\s+of\s+\S+\s+"
-    r"slides?)?\s*(?:(?:on|about|of|for|covering|that|which)\b\s*)?",
+    + rf")[\s-]+)*(?:\w+[\s-])?(?:{_KIND_NOUNS})\b(?:\s+of\s+\S+\s+slides?)?{ENDS_PHRASE}"
+)
+_KIND_JOIN = r"(?:\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or|&|plus|as well as)\s+)(?:also\s+)?"
+_KIND = re.compile(
+    rf"^{_ONE_KIND}(?:{_KIND_JOIN}{_ONE_KIND})*\s*(?:(?:on|about|of|for|covering|that|which|from|based on)\b\s*)?",
     re.IGNORECASE,
 )
+# Another deliverable named after the subject ("remote work and a slide deck for the board"): not the subject.
+_MORE_KINDS = re.compile(
+    rf"(?:\s*,)?\s+(?:and|or|&|plus|as well as|along with)\s+(?:also\s+)?(?:a|an|one|two|three|some|another)\s+"
+    rf"(?:[\w'-]+\s+){{0,2}}?(?:{_KIND_NOUNS})\b{ENDS_PHRASE}.*$",
+    re.IGNORECASE,
+)
+# Words that join the request to what came before it ("And a deck for ...", "Also, write ...").
+_JOINING = re.compile(r"^(?:and|or|but|also|then|plus|so|as well as)\b[\s,]*", re.IGNORECASE)
+# The upload a request is made from is not its subject: "from the attached sales data" is on "sales data".
+_ATTACHED = re.compile(
+    r"^(?:(?:the|this|these|those)\s+)?(?:attached|uploaded|enclosed|provided)\s+(?=\w)", re.IGNORECASE
+)
+_DETERMINERS = re.compile(r"^(?:(?:a|an|the|me|us|some)\s+)+", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -305,8 +327,9 @@ def title_for(prompt: str, limit: int = 80) -> str:
     at most `limit` characters, never ending on a function word."""
     lines = [line.strip() for line in (prompt or "").strip().splitlines() if line.strip()]
     line = lines[0] if lines else ""
-    # "a; b" is two requests, unless a colon opened a list the semicolons separate ("Slides: a; b; c")
-    first = re.split(r"(?<=[.!?])\s+" if ":" in line.split(";")[0] else r"(?<=[.!?;])\s+|;\s*", line)[0]
+    first = first_sentence(line)
+    if ":" not in first.split(";")[0]:
+        first = first.split(";")[0]  # "a; b" is two requests, unless a colon opened a list ("Slides: a; b; c")
     first = re.sub(r"^[#>*\-\s]+", "", first).strip().rstrip(".:;!")
     subjects = _subjects(first)
     if len(subjects) == 2:
@@ -318,9 +341,9 @@ def title_for(prompt: str, limit: int = 80) -> str:
             if len(title) + len(listed) + 2 <= limit:
                 title = f"{title}: {listed}"
         return shorten(title, limit)
-    request = _SECOND_REQUEST.sub("", _LEAD.sub("", first, count=1))
+    request = _SECOND_REQUEST.sub("", _LEAD.sub("", _JOINING.sub("", first, count=1), count=1))
     kind = _KIND.match(request)
-    rest = request[kind.end() :] if kind else request
+    rest = _MORE_KINDS.sub("", request[kind.end() :] if kind else request)
     if kind and re.search(r"\b(?:for|to)\s*$", kind.group(0), re.IGNORECASE):
         # "a presentation for investors about our fundraising": the subject, not the audience
         rest = re.sub(rf"^{_PARTY}\s+(?:about|on|regarding|re)\s+", "", rest, count=1, flags=re.IGNORECASE)
@@ -344,7 +367,8 @@ def title_for(prompt: str, limit: int = 80) -> str:
         flags=re.IGNORECASE,
     )
     rest = re.sub(r"^(?:to|for)\s+[^,.;:]{3,60}?\s+(?:about|on|regarding|re)\s+", "", rest, flags=re.IGNORECASE)
-    rest = re.sub(r"^(?:to|for|on|about|of|a|an|the)\s+", "", rest, flags=re.IGNORECASE).strip()
+    rest = re.sub(r"^(?:to|for|on|about|of|a|an|the)\s+", "", _JOINING.sub("", rest), flags=re.IGNORECASE).strip()
+    rest = _ATTACHED.sub("", rest)
     # "a deck with 10 slides on onboarding", "a spreadsheet with columns for ...": what it is on, or holds
     rest = re.sub(rf"^with\s+(?:(?:\d{{1,2}}|{'|'.join(_NUMBERS)})\s+\w+\s+(?:on|about|of|for|covering)\s+)?", "", rest)
     if len(rest.rstrip("?")) < 3:
@@ -352,7 +376,10 @@ def title_for(prompt: str, limit: int = 80) -> str:
         items = _listed_lines(prompt or "")
         items = [*items[:1], *(i if i[1:2].isupper() else i[:1].lower() + i[1:] for i in items[1:])]
         listed = ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else ""
-        rest = listed if 3 <= len(listed) <= limit else first
+        # "Prepare the quarterly business review": the deliverable named is the subject
+        named = _DETERMINERS.sub("", kind.group(0)).strip() if kind else ""
+        alone = bool(named) and re.fullmatch(_ONE_KIND, named, re.IGNORECASE) is not None
+        rest = listed if 3 <= len(listed) <= limit else named if alone and len(named) >= 3 else first
     title = shorten(rest, limit)
     return title[:1].upper() + title[1:] if re.search(r"\w", title) else "Untitled"
 
