@@ -135,6 +135,7 @@ _.put_canvas  # adapters/store.py: the tests seed canvases with it
 _.unique_path  # canvas_local/client/downloads.py: only its unit test calls it
 _.recording  # canvas_local/iam_calls.py: the e2e tier records the functions' AWS calls with it
 _.read_calls  # canvas_local/iam_calls.py: and reads those a `canvas serve` it started recorded
+_.bad_inputs  # bench/questions.py: the unit tier asks its awkward tables a question each
 
 # canvas_local/moto_patch.py's DiskBody stands in for moto's `tempfile.SpooledTemporaryFile`: moto builds it with a
 # max size, and FakeKey and the io protocol read `closed` and `tell`.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from canvas_core.analysis.answers import answer_questions
 from canvas_core.analysis.engine import Dataset, run_plan
 from canvas_core.analysis.findings import Analysis, describe
 from canvas_core.analysis.model import plan_by_model
@@ -41,3 +42,6 @@ def _worth_planning(dataset: Dataset) -> bool:
     """Whether the table has a column that could group rows (before a model is asked); without a number to
     measure, the groups' number of rows is the measure."""
     return any(c.kind != "number" and 2 <= c.distinct < dataset.rows for c in dataset.columns)
+
+
+__all__ = ["analyse", "answer_questions"]

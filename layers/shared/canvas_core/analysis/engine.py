@@ -59,6 +59,8 @@ class Dataset:
     columns: list[Column]
     rows: int
     origin: str = ""  # the block whose content held the rows, when they were not read from a file
+    # Each text column's distinct values, read once when a question is matched against them (questions.py).
+    values_read: dict[str, list[str]] | None = None
 
     def sample(self, count: int = MAX_CELLS_SAMPLED) -> list[list[Any]]:
         return [list(r) for r in self.connection.execute(f"SELECT * FROM data LIMIT {int(count)}").fetchall()]
@@ -95,7 +97,7 @@ def load_rows(name: str, headers: list[str], rows: list[list[Any]]) -> Dataset:
     connection = _connect()
     names = _unique_names(headers)
     types = [_column_type([r[c] if c < len(r) else None for r in rows]) for c in range(len(names))]
-    columns_sql = ", ".join(f"{_quote(n)} {t}" for n, t in zip(names, types, strict=True))
+    columns_sql = ", ".join(f"{quote(n)} {t}" for n, t in zip(names, types, strict=True))
     connection.execute(f"CREATE TABLE data ({columns_sql})")
     if rows:
         marks = ", ".join("?" for _ in names)
@@ -151,6 +153,19 @@ def _load_xlsx(name: str, data: bytes) -> list[Dataset]:
     return found
 
 
+def described_again(dataset: Dataset) -> None:
+    """A dataset's columns and row count read again after its rows changed (its kinds kept)."""
+    kinds = {c.name: c for c in dataset.columns}
+    count = dataset.connection.execute("SELECT count(*) FROM data").fetchone()
+    dataset.rows = int(count[0]) if count else 0
+    columns = []
+    for column in dataset.columns:
+        row = dataset.connection.execute(f"SELECT count(DISTINCT {quote(column.name)}) FROM data").fetchone()
+        columns.append(Column(column.name, kinds[column.name].kind, int(row[0]) if row else 0, column.unit))
+    dataset.columns = columns
+    dataset.values_read = None
+
+
 def _described(name: str, connection: DuckDBPyConnection) -> Dataset:
     described = connection.execute("DESCRIBE data").fetchall()
     count = connection.execute("SELECT count(*) FROM data").fetchone()
@@ -160,7 +175,9 @@ def _described(name: str, connection: DuckDBPyConnection) -> Dataset:
         unit = _amounts_as_numbers(connection, column) if sql_type == "VARCHAR" else ""
         if unit is not None:
             sql_type = "DOUBLE" if sql_type == "VARCHAR" else sql_type
-        distinct_row = connection.execute(f"SELECT count(DISTINCT {_quote(column)}) FROM data").fetchone()
+        elif _dates_as_dates(connection, column):
+            sql_type, unit = "DATE", ""
+        distinct_row = connection.execute(f"SELECT count(DISTINCT {quote(column)}) FROM data").fetchone()
         distinct = int(distinct_row[0]) if distinct_row else 0
         columns.append(Column(column, _kind(connection, column, sql_type), distinct, unit or ""))
     return Dataset(name=name, connection=connection, columns=columns, rows=int(count[0]) if count else 0)
@@ -169,7 +186,7 @@ def _described(name: str, connection: DuckDBPyConnection) -> Dataset:
 def _amounts_as_numbers(connection: DuckDBPyConnection, column: str) -> str | None:
     """A text column whose every value is an amount (`$1,200.50`, `1,234`, `12 €`) made a column of numbers;
     its currency (when the cells name one) is returned, None when the column is not amounts."""
-    name = _quote(column)
+    name = quote(column)
     row = connection.execute(
         f"SELECT count(*) FILTER (WHERE {name} IS NOT NULL AND trim({name}) <> ''), "
         f"count(*) FILTER (WHERE regexp_matches({name}, ?)), "
@@ -187,6 +204,26 @@ def _amounts_as_numbers(connection: DuckDBPyConnection, column: str) -> str | No
     return CURRENCY_SYMBOLS.get(symbols.pop(), "") if len(symbols) == 1 else ""
 
 
+# Dates written as text, in the formats people type; a column whose every value reads as a date in one of them (the
+# formats may differ from row to row) becomes a column of dates. Day-first is tried before month-first.
+DATE_FORMATS = ("%Y-%m-%d", "%Y/%m/%d", "%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y", "%d-%m-%Y", "%d %B %Y", "%d %b %Y",
+                "%B %d, %Y", "%b %d, %Y", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")  # fmt: skip
+
+
+def _dates_as_dates(connection: DuckDBPyConnection, column: str) -> bool:
+    """Whether a text column held dates only (in one or several formats); if so it is made a DATE column."""
+    name = quote(column)
+    parsed = "coalesce(" + ", ".join(f"try_strptime(trim({name}), '{f}')" for f in DATE_FORMATS) + ")"
+    row = connection.execute(
+        f"SELECT count(*) FILTER (WHERE {name} IS NOT NULL AND trim({name}) <> ''), "
+        f"count(*) FILTER (WHERE {parsed} IS NOT NULL) FROM data"
+    ).fetchone()
+    if row is None or not row[0] or row[0] != row[1]:
+        return False
+    connection.execute(f"ALTER TABLE data ALTER {name} TYPE DATE USING CAST({parsed} AS DATE)")
+    return True
+
+
 def month_number(value: object) -> int | None:
     """1-12 for a month's name or its first three letters, else None."""
     text = str(value).strip().lower().rstrip(".")
@@ -198,7 +235,7 @@ def _kind(connection: DuckDBPyConnection, column: str, sql_type: str) -> str:
         return "period" if PERIOD_NAME.search(column) and _all_years(connection, column) else "number"
     if sql_type.startswith(("DATE", "TIMESTAMP")):
         return "date"
-    values = [str(r[0]) for r in connection.execute(f"SELECT DISTINCT {_quote(column)} FROM data LIMIT 200").fetchall()]
+    values = [str(r[0]) for r in connection.execute(f"SELECT DISTINCT {quote(column)} FROM data LIMIT 200").fetchall()]
     present = [v for v in values if v not in ("None", "")]
     if present and all(PERIOD_TEXT.match(v.strip()) for v in present) and PERIOD_NAME.search(column):
         return "period"
@@ -208,7 +245,7 @@ def _kind(connection: DuckDBPyConnection, column: str, sql_type: str) -> str:
 
 
 def _all_years(connection: DuckDBPyConnection, column: str) -> bool:
-    row = connection.execute(f"SELECT min({_quote(column)}), max({_quote(column)}) FROM data").fetchone()
+    row = connection.execute(f"SELECT min({quote(column)}), max({quote(column)}) FROM data").fetchone()
     return row is not None and row[0] is not None and float(row[0]) >= 1800 and float(row[1]) <= 2100
 
 
@@ -242,7 +279,7 @@ def _unique_names(headers: list[str]) -> list[str]:
     return names
 
 
-def _quote(identifier: str) -> str:
+def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
@@ -281,7 +318,7 @@ def _aggregate(measure: Measure) -> str:
     if measure.aggregate == "count":
         return "count(*)"
     function = "sum" if measure.aggregate == "sum" else "avg"
-    return f"{function}({_quote(measure.column)})"
+    return f"{function}({quote(measure.column)})"
 
 
 def measure_label(measure: Measure) -> str:
@@ -297,7 +334,7 @@ def _totals(dataset: Dataset, measures: list[Measure]) -> ResultTable:
         caption="Totals",
         kind="totals",
         headers=["Rows", *(measure_label(m) for m in measures)],
-        rows=[[_plain(v) for v in values]],
+        rows=[[plain(v) for v in values]],
         labels=0,
         formats=["number"] * (len(measures) + 1),
     )
@@ -306,7 +343,7 @@ def _totals(dataset: Dataset, measures: list[Measure]) -> ResultTable:
 def _breakdown(dataset: Dataset, measures: list[Measure], dimensions: list[str]) -> ResultTable:
     """One row per value (or pair of values) of the dimensions, largest first by the first measure, with its
     share of that measure's total when the measure adds up."""
-    keys = ", ".join(_quote(d) for d in dimensions)
+    keys = ", ".join(quote(d) for d in dimensions)
     first = measures[0]
     share = first.adds_up
     share_sql = f", {_aggregate(first)} / nullif(sum({_aggregate(first)}) OVER (), 0)" if share else ""
@@ -319,7 +356,7 @@ def _breakdown(dataset: Dataset, measures: list[Measure], dimensions: list[str])
         caption=f"{first.column.capitalize()} by {' and '.join(dimensions)}",
         kind="cross" if len(dimensions) > 1 else "breakdown",
         headers=headers,
-        rows=[[_label(v) for v in r[: len(dimensions)]] + [_plain(v) for v in r[len(dimensions) :]] for r in rows],
+        rows=[[label_of(v) for v in r[: len(dimensions)]] + [plain(v) for v in r[len(dimensions) :]] for r in rows],
         labels=len(dimensions),
         formats=["number"] * len(measures) + (["percent"] if share else []),
     )
@@ -332,12 +369,12 @@ def _series(dataset: Dataset, plan: AnalysisPlan) -> ResultTable:
     """The measures per period, in time order, and the first measure's growth on the period before."""
     assert plan.period is not None
     column = dataset.column(plan.period)
-    key = _quote(plan.period)
+    key = quote(plan.period)
     if column is not None and column.kind == "date" and plan.grain != "value":
         key = f"CAST(date_trunc('{GRAIN_SQL[plan.grain]}', {key}) AS DATE)"
     aggregates = ", ".join(_aggregate(m) for m in plan.measures)
     rows = dataset.connection.execute(
-        f"SELECT {key} AS period, {aggregates} FROM data WHERE {_quote(plan.period)} IS NOT NULL "
+        f"SELECT {key} AS period, {aggregates} FROM data WHERE {quote(plan.period)} IS NOT NULL "
         "GROUP BY period ORDER BY period"
     ).fetchall()
     if rows and all(month_number(r[0]) for r in rows):
@@ -347,7 +384,7 @@ def _series(dataset: Dataset, plan: AnalysisPlan) -> ResultTable:
     for row in rows:
         value = row[1]
         growth = (value - previous) / previous if previous not in (None, 0) and value is not None else None
-        out.append([_period_label(row[0], plan.grain), *(_plain(v) for v in row[1:]), growth])
+        out.append([_period_label(row[0], plan.grain), *(plain(v) for v in row[1:]), growth])
         previous = value
     first = plan.measures[0]
     grouped = column is not None and column.kind == "date" and plan.grain != "value"
@@ -368,10 +405,10 @@ def _ranking(dataset: Dataset, measure: Measure, dimension: str, top_n: int) -> 
     if column is None or column.distinct <= top_n * 2:
         return None
     rows = dataset.connection.execute(
-        f"SELECT {_quote(dimension)}, {_aggregate(measure)} AS v FROM data GROUP BY 1 ORDER BY v DESC NULLS LAST"
+        f"SELECT {quote(dimension)}, {_aggregate(measure)} AS v FROM data GROUP BY 1 ORDER BY v DESC NULLS LAST"
     ).fetchall()
-    top = [["Top", n + 1, _label(r[0]), _plain(r[1])] for n, r in enumerate(rows[:top_n])]
-    bottom = [["Bottom", len(rows) - n, _label(r[0]), _plain(r[1])] for n, r in enumerate(rows[::-1][:top_n])]
+    top = [["Top", n + 1, label_of(r[0]), plain(r[1])] for n, r in enumerate(rows[:top_n])]
+    bottom = [["Bottom", len(rows) - n, label_of(r[0]), plain(r[1])] for n, r in enumerate(rows[::-1][:top_n])]
     return ResultTable(
         caption=f"Top and bottom {top_n} {dimension} by {measure.column}",
         kind="ranking",
@@ -382,7 +419,7 @@ def _ranking(dataset: Dataset, measure: Measure, dimension: str, top_n: int) -> 
     )
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A figure as a plain Python number (DuckDB gives Decimal for some sums)."""
     if value is None or isinstance(value, int):
         return value
@@ -395,7 +432,7 @@ def _plain(value: Any) -> Any:
     return int(number) if number.is_integer() else number
 
 
-def _label(value: Any) -> str:
+def label_of(value: Any) -> str:
     if value is None:
         return "(blank)"
     if isinstance(value, dt.datetime):
@@ -415,4 +452,4 @@ def _period_label(value: Any, grain: str) -> str:
             return f"{value.year}-Q{(value.month - 1) // 3 + 1}"
         if grain == "year":
             return str(value.year)
-    return _label(value)
+    return label_of(value)

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from canvas_core.analysis.engine import Dataset, ResultTable
 from canvas_core.analysis.plan import AnalysisPlan
 from canvas_core.analysis.rules import named_at
+
+if TYPE_CHECKING:
+    from canvas_core.analysis.answers import Answer
 
 CURRENCY = re.compile(r"(?:\(|\b|_)(eur|usd|gbp|chf|jpy|sek|nok|dkk|cad|aud)(?:\)|\b|_)|([€$£¥])", re.IGNORECASE)
 SYMBOLS = {"€": "EUR", "$": "USD", "£": "GBP", "¥": "JPY"}
@@ -27,6 +30,7 @@ class Analysis:
     asked: bool = False  # whether the request asks about the table (names a column, or asks what it shows)
     findings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was cut or refused, said where the reader sees it
+    answers: list[Answer] = field(default_factory=list)  # the questions asked of this table, answered first
 
     @property
     def source(self) -> str:
