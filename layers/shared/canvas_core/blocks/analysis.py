@@ -10,8 +10,12 @@ from typing import TYPE_CHECKING
 
 from canvas_core.agents.material import Section as MaterialSection
 from canvas_core.analysis.analyse import analyse
+from canvas_core.analysis.answers import Answer, answer_questions
 from canvas_core.analysis.engine import EXCEL_MAX_ROWS, AnalysisError, Dataset, ResultTable, load_file, load_rows
 from canvas_core.analysis.findings import Analysis, number, percent, unit_of
+from canvas_core.analysis.instructions import read_revision, revise_dataset
+from canvas_core.analysis.plan import ROWS, AnalysisPlan, Measure
+from canvas_core.analysis.query import measure_phrase
 from canvas_core.blocks.context import BlockContext
 from canvas_core.errors import StorageError
 from canvas_core.gather.archive import ArchiveError, ArchiveLimits, check_archive
@@ -27,24 +31,66 @@ MAX_DATASETS = 3
 
 
 def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
-    """The analyses of the run's tables for `request` (at most three tables, uploads first)."""
+    """The analyses of the run's tables for `request` (at most three tables, uploads first): each question the
+    request asks answered first (analysis/answers.py), from the tables it is about; then each such table's
+    breakdowns. Instructions given after planning (an approval's, a re-run's) revise every figure."""
     complete = None
     if getattr(ctx.provider, "name", "") != "offline":
 
         def complete(prompt: str) -> str:
             return ctx.complete(prompt, role="analyst").text
 
+    datasets = _datasets(ctx)
+    revised = revision_text(ctx)
+    revision = read_revision(revised, datasets) if revised else None
+    kept: list[str] = []
+    if revision is not None:
+        for dataset in datasets:
+            kept += revise_dataset(dataset, revision)
+    answers = answer_questions(datasets, request, revised)
+    if answers.items:
+        # The tables the questions are about, and no other (a workbook's sheet nobody asked about stays out).
+        datasets = [d for d in datasets if any(a.dataset is d for a in answers.items)] or datasets
     found = []
-    for dataset in _datasets(ctx)[:MAX_DATASETS]:
+    for dataset in datasets[:MAX_DATASETS]:
+        mine = [a for a in answers.items if a.dataset is dataset]
         try:
             analysis = analyse(dataset, request, complete)
         except AnalysisError:
-            continue  # a table the engine cannot compute over is shown as it is, as before the analysis
-        if analysis is not None:
-            found.append(analysis)
-            if analysis.plan.chosen_by == "rules" and analysis.plan.note:
-                ctx.note(f"{analysis.source}: {analysis.plan.note}")
+            analysis = None  # a table the engine cannot compute over is shown as it is, as before the analysis
+        if analysis is None and mine:
+            analysis = Analysis(
+                dataset=dataset, plan=AnalysisPlan(measures=[Measure(column=ROWS, aggregate="count")]), results=[]
+            )
+        if analysis is None:
+            continue
+        if mine:
+            analysis.answers = mine
+            analysis.asked = True
+            analysis.answer = " ".join(a.sentence for a in mine)
+            analysis.findings = [a.sentence for a in mine] + analysis.findings
+        if kept:
+            analysis.notes.append(
+                f"Revised by the instructions “{_excerpt(revised)}”: only rows with {'; '.join(kept)}."
+            )
+            analysis.findings.append(analysis.notes[-1])
+        found.append(analysis)
+        if analysis.plan.chosen_by == "rules" and analysis.plan.note:
+            ctx.note(f"{analysis.source}: {analysis.plan.note}")
     return found
+
+
+def revision_text(ctx: BlockContext) -> str:
+    """The instructions that revise this block's analysis: the requester's agent_instructions, and those given
+    after planning to this block or to an input it reads (an approval's, a re-run's)."""
+    parts = [ctx.run.agent_instructions or "", ctx.node.revision or "", *(n.revision or "" for n in ctx.inputs)]
+    unique = list(dict.fromkeys(p.strip() for p in parts if p and p.strip()))
+    return "\n".join(unique)
+
+
+def _excerpt(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def analysed_inputs(ctx: BlockContext, analyses: list[Analysis]) -> frozenset[str]:
@@ -141,6 +187,10 @@ def result_sections(analyses: list[Analysis], max_rows: int = 25) -> tuple[list[
     subsection per result with its table; a result of more than `max_rows` rows shows its largest, saying so
     in its caption, and is whole in the appendix."""
     sections, appendix = [], []
+    for answer in answered(analyses):
+        # Each question first: its answer, then the table that computed it.
+        blocks: list[Paragraph | BulletList | Table] = [Paragraph(answer.sentence), answer_table(answer)]
+        sections.append(Section(title=_question_caption(answer.question), blocks=blocks, level=2))
     for analysis in analyses:
         lead = (
             f"Computed from all {number(analysis.dataset.rows)} rows of {analysis.source}; the analysis was chosen "
@@ -156,6 +206,9 @@ def result_sections(analyses: list[Analysis], max_rows: int = 25) -> tuple[list[
                 appendix.append(Section(title=f"Appendix: {result.caption}", blocks=[whole]))
                 table = shown_part(table, result, max_rows, "the appendix")
             sections.append(Section(title=result.caption, blocks=[table], level=2))
+    computed = computed_section(analyses)
+    if computed is not None:
+        appendix.append(computed)
     return sections, appendix
 
 
@@ -174,6 +227,11 @@ def analysis_tables(analyses: list[Analysis], preview_rows: int = 1000) -> list[
     """What a page shows of the analysis: each result as a table, then the first rows of the data (saying how
     many there are in all), drawn as a table only (a chart of some rows would not be the whole's)."""
     tables = []
+    for answer in answered(analyses):
+        table = answer_table(answer)
+        chart = answer_chart(answer)
+        table.chart = chart.chart if chart is not None else "none"
+        tables.append(table)
     for analysis in analyses:
         tables += [as_table(r, analysis) for r in analysis.results if r.kind != "totals"]
         dataset = analysis.dataset
@@ -258,6 +316,10 @@ def with_analyses(
         )
     kept = []
     for section in sections:
+        if COMPUTED_HEADING in section.content:
+            # An answer's note of how its figures were computed is for its reader, not material to write from.
+            content = section.content.split(COMPUTED_HEADING)[0].strip()
+            section = MaterialSection(name=section.name, content=content, refs=section.refs)
         if covered & set(section.refs):
             content = "\n".join(line for line in section.content.splitlines() if not _TABLE_LINE.match(line))
             section = MaterialSection(name=section.name, content=content.strip(), refs=section.refs)
@@ -272,12 +334,160 @@ def answer_lead(analyses: list[Analysis], sources: list[Source]) -> str:
     leads = []
     for analysis in analyses:
         number_of = numbers.get(analysis.source.split(", sheet ")[0])
-        if analysis.answer and analysis.asked:
-            leads.append(_cited(analysis.answer, f" [{number_of}]" if number_of else ""))
-    return " ".join(leads)
+        cite = f" [{number_of}]" if number_of else ""
+        if analysis.answers:
+            # One paragraph per question asked, each opening with its answer.
+            leads += [_cited(a.sentence, cite) for a in analysis.answers]
+        elif analysis.answer and analysis.asked:
+            leads.append(_cited(analysis.answer, cite))
+    return "\n\n".join(leads)
 
 
 def _cited(sentence: str, cite: str) -> str:
     if not cite:
         return sentence
     return sentence[:-1] + cite + "." if sentence.endswith(".") else sentence + cite
+
+
+# ---- the questions' answers as what deliverables show --------------------------------------------------------------
+
+
+def answered(analyses: list[Analysis]) -> list[Answer]:
+    """The questions answered with a result, in the order they were asked."""
+    return [a for analysis in analyses for a in analysis.answers if a.result is not None]
+
+
+def answer_table(answer: Answer, exact: bool = False) -> Table:
+    """A question's result as a table, captioned with the question: figures formatted (or `exact`), and a
+    dimension by a time grain pivoted, the dimension's values as rows and the periods as columns."""
+    result = answer.result
+    assert result is not None and answer.query is not None
+    query = answer.query
+    caption = _question_caption(answer.question)
+    if query.dimensions and query.grain and query.rank is None and query.compare is None:
+        # Pivoted: a row per group, a column per period.
+        keys = len(query.dimensions)
+        periods = sorted({str(r[keys]) for r in result.rows})
+        values: dict[tuple[str, ...], dict[str, object]] = {}
+        for row in result.rows:
+            values.setdefault(tuple(str(v) for v in row[:keys]), {})[str(row[keys])] = row[keys + 1]
+        # Large figures in a pivot of many periods read as whole numbers (the workbook keeps them exact).
+        whole = (
+            not exact
+            and len(periods) > 4
+            and all(isinstance(v, int | float) and abs(v) >= 100 for by in values.values() for v in by.values())
+        )
+        rows = [
+            [
+                *group,
+                *(
+                    _figure(
+                        round(v) if whole and isinstance(v := by_period.get(p), float) else by_period.get(p),
+                        result.formats[0],
+                        exact,
+                    )
+                    for p in periods
+                ),
+            ]
+            for group, by_period in values.items()
+        ]
+        sums = list(range(keys, keys + len(periods))) if query.measure.aggregate in ("sum", "count") else None
+        return Table(headers=[*query.dimensions, *periods], rows=rows, caption=caption, sum_columns=sums)
+    rows = []
+    for row in result.rows:
+        cells = [str(v) for v in row[: result.labels]]
+        cells += [_figure(v, kind, exact) for v, kind in zip(row[result.labels :], result.formats, strict=False)]
+        rows.append(cells)
+    headers = list(result.headers)
+    if query.rank is not None and query.rank.within is not None and result.labels == 2:
+        # "The top product per region": a row per region, its top product beside it.
+        at = query.dimensions.index(query.rank.within)
+        if at == 1:
+            headers[0], headers[1] = headers[1], headers[0]
+            rows = [[r[1], r[0], *r[2:]] for r in rows]
+    if result.labels == 0:
+        headers = [h[:1].upper() + h[1:] for h in headers]
+    return Table(headers=headers, rows=rows, caption=caption, chart="none" if result.labels == 0 else "")
+
+
+def answer_chart(answer: Answer) -> Table | None:
+    """What a chart of a question's result draws: its groups (or periods) and one figure (the percent change of
+    a comparison), with the measure and its unit as the axis title; None for a single figure."""
+    result = answer.result
+    if result is None or answer.query is None or result.labels == 0 or not 2 <= len(result.rows) <= 24:
+        return None
+    query = answer.query
+    at = result.labels + (3 if query.compare is not None else 0)
+    if query.measure.aggregate == "share" and query.share_of is None:
+        at = result.labels + 1
+    column = query.measure.column
+    unit = ""
+    if column and answer.dataset is not None:
+        found = answer.dataset.column(column)
+        unit = (found.unit if found else "") or unit_of(column)
+    header = result.headers[at] if query.compare is not None else measure_phrase(query.measure)
+    if unit and result.formats[at - result.labels] != "percent":
+        header += f" ({unit})"
+    rows = [
+        [", ".join(str(v) for v in r[: result.labels]), _figure(r[at], result.formats[at - result.labels], False)]
+        for r in result.rows
+        if r[at] is not None
+    ]
+    label = " and ".join(result.headers[: result.labels])
+    kind = "line" if query.grain and len(query.dimensions) == 0 else "bar"
+    return Table(headers=[label, header], rows=rows, caption=_question_caption(answer.question), chart=kind)
+
+
+def computed_lines(analyses: list[Analysis]) -> list[list[str]]:
+    """How each figure was computed: the question, the query in words, the rows it covered, the SQL."""
+    lines = []
+    for analysis in analyses:
+        for answer in analysis.answers:
+            if answer.query is None:
+                lines.append([answer.question, "not computed: " + answer.sentence, "", ""])
+                continue
+            used = number(answer.result.rows_used) if answer.result is not None else ""
+            sql = " ".join(answer.result.sql.split()) if answer.result is not None else ""
+            lines.append([answer.question, answer.query.describe(), used, sql])
+    return lines
+
+
+def computed_section(analyses: list[Analysis]) -> Section | None:
+    """'How this was computed': a line per question, the query that computed its answer."""
+    lines = computed_lines(analyses)
+    if not lines:
+        return None
+    items = [f"{question}: {how}" + (f" ({used} rows)" if used else "") for question, how, used, _ in lines]
+    return Section(title="How this was computed", blocks=[BulletList(items=items)])
+
+
+COMPUTED_HEADING = "How this was computed:"
+
+
+def computed_markdown(analyses: list[Analysis]) -> str:
+    lines = computed_lines(analyses)
+    if not lines:
+        return ""
+    return (
+        COMPUTED_HEADING
+        + "\n"
+        + "\n".join(f"- {question}: {how}" + (f" ({used} rows)" if used else "") for question, how, used, _ in lines)
+    )
+
+
+def _question_caption(question: str, limit: int = 90) -> str:
+    text = " ".join(question.split()).rstrip("?.!")
+    text = text[:1].upper() + text[1:]
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def unanswered_parts(parts: list[str], analyses: list[Analysis]) -> list[str]:
+    """The outline's parts other than the questions the analysis answers (those get their own slide or
+    section, with their figures, rather than a drafted one)."""
+    asked = [set(re.findall(r"\w+", a.question.lower())) for a in answered(analyses)]
+
+    def covered(part: str) -> bool:
+        said = set(re.findall(r"\w+", part.lower()))
+        return bool(said) and any(len(said & q) >= 0.8 * len(said) for q in asked)
+
+    return [p for p in parts if not covered(p)]

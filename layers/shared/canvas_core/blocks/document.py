@@ -5,7 +5,13 @@ findings the engine computed (blocks/analysis.py) follow the summary, then the a
 
 from __future__ import annotations
 
-from canvas_core.blocks.analysis import analysed_inputs, findings_section, result_sections, run_analyses
+from canvas_core.blocks.analysis import (
+    analysed_inputs,
+    findings_section,
+    result_sections,
+    run_analyses,
+    unanswered_parts,
+)
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import (
     CITE,
@@ -31,12 +37,13 @@ INSTRUCTIONS = (
 
 def run(ctx: BlockContext) -> BlockOutput:
     plan = outline(ctx)
-    parts = ["Summary", *plan.items] if plan.items else []
+    analyses = run_analyses(ctx, request(ctx))
+    items = unanswered_parts(list(plan.items), analyses)
+    parts = ["Summary", *items] if plan.items else []
     instructions = INSTRUCTIONS
     if len(plan.subjects) == 2:
         instructions += f" Compare {plan.subjects[0]} and {plan.subjects[1]} in each section."
     instructions = f"{instructions}\n\n{outline_instructions(parts, 'section')}".strip()
-    analyses = run_analyses(ctx, request(ctx))
     analysed = analysed_inputs(ctx, analyses)
     report = compose(ctx, draft(ctx, instructions, analyses=analyses), parts=parts, exclude=analysed)
     if analyses:

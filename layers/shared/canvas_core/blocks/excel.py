@@ -12,7 +12,15 @@ import re
 
 from canvas_core.agents.outline import Outline, shorten
 from canvas_core.analysis.findings import Analysis, number
-from canvas_core.blocks.analysis import as_table, data_sheets, run_analyses
+from canvas_core.blocks.analysis import (
+    answer_chart,
+    answer_table,
+    answered,
+    as_table,
+    computed_lines,
+    data_sheets,
+    run_analyses,
+)
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import (
     CITE,
@@ -96,6 +104,23 @@ def analysed_workbook(name: str, analyses: list[Analysis]) -> xlsx.WorkbookSpec:
         for a in analyses
     ]
     tables = []
+    for n, answer in enumerate(answered(analyses), start=1):
+        # A sheet per question, captioned with it, charted where it has groups or periods.
+        table = answer_table(answer, exact=True)
+        table.caption = f"{n}. {table.caption}"
+        chart = answer_chart(answer)
+        table.chart = (chart.chart if chart is not None else "none") if len(table.headers) <= 4 else "none"
+        tables.append(table)
+    computed = computed_lines(analyses)
+    if computed:
+        tables.append(
+            Table(
+                headers=["Question", "Computed as", "Rows used", "SQL"],
+                rows=computed,
+                caption="How this was computed",
+                chart="none",
+            )
+        )
     for analysis in analyses:
         for result in analysis.results:
             table = as_table(result, analysis, exact=True)

@@ -15,11 +15,15 @@ from canvas_core.agents.outline import generic_parts
 from canvas_core.analysis.findings import Analysis, number
 from canvas_core.blocks.analysis import (
     analysed_inputs,
+    answer_chart,
+    answer_table,
+    answered,
     as_table,
     chart_table,
     findings_section,
     run_analyses,
     shown_part,
+    unanswered_parts,
 )
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import (
@@ -59,13 +63,14 @@ INSTRUCTIONS = (
 def run(ctx: BlockContext) -> BlockOutput:
     plan = outline(ctx)
     analyses = run_analyses(ctx, request(ctx))
+    items = unanswered_parts(list(plan.items), analyses)
     analysed = analysed_inputs(ctx, analyses)
     tables = input_tables(ctx, analysed)
     visuals = analysis_slides(analyses)
     data_slides = sum(min(2, pptx.visual_slides(t)) for t in tables) + sum(
         pptx.visual_slides(b) for s in visuals for b in s.blocks if isinstance(b, Table)
     )
-    parts = slide_parts(list(plan.items), plan.count, data_slides + (1 if analyses else 0))
+    parts = slide_parts(items, plan.count, data_slides + (1 if analyses else 0))
     instructions = INSTRUCTIONS
     if plan.count:
         instructions += f" The deck has exactly {plan.count} slides: the title slide and {plan.count - 1} more."
@@ -92,6 +97,18 @@ def analysis_slides(analyses: list[Analysis]) -> list[Section]:
     """The analysis as slides: a chart per breakdown and per series (the first measure alone), then the top
     and bottom, and the largest combinations, as tables of their first rows."""
     sections = []
+    for answer in answered(analyses):
+        # A slide per question: its answer, and the chart of the query that computed it (else its table).
+        chart = answer_chart(answer)
+        shown = chart if chart is not None else answer_table(answer)
+        if chart is None:
+            shown.chart = "none"
+            rows = pptx.TABLE_ROWS_PER_SLIDE
+            if len(shown.rows) > rows:
+                total = len(shown.rows)
+                caption = f"{shown.caption}: first {rows} of {total} rows (all {total} in the attached workbook)"
+                shown = Table(headers=shown.headers, rows=shown.rows[:rows], caption=caption, chart="none")
+        sections.append(Section(title=shown.caption, blocks=[BulletList(items=[answer.sentence]), shown]))
     for analysis in analyses:
         for result in analysis.results:
             if result.kind in ("breakdown", "series") and len(result.rows) >= 2:

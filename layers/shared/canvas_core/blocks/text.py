@@ -8,7 +8,7 @@ from __future__ import annotations
 from canvas_core.agents.material import compose, number_sources, sources_list, strip_sources_section
 from canvas_core.agents.personas import role_of, system_prompt
 from canvas_core.agents.writer import WRITER_DUTY
-from canvas_core.blocks.analysis import answer_lead, run_analyses, with_analyses
+from canvas_core.blocks.analysis import answer_lead, computed_markdown, run_analyses, with_analyses
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.providers.offline import NOTICE, OfflineProvider
 
@@ -38,5 +38,8 @@ def run(ctx: BlockContext) -> BlockOutput:
     lead = answer_lead(analyses, sources)
     if lead:
         body = f"{lead}\n\n{body}"
+    computed = computed_markdown(analyses)
+    if computed:
+        body = f"{body}\n\n{computed}"
     content = f"{body}\n\n{sources_list(sources)}".strip() if sources else body
     return BlockOutput(content=content, sources=sources)

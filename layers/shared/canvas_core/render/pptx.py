@@ -15,6 +15,7 @@ import io
 import re
 import textwrap
 from dataclasses import dataclass, field
+from typing import Any
 
 from pptx import Presentation
 from pptx.chart.data import CategoryChartData
@@ -52,6 +53,7 @@ SLIDE_WIDTH, SLIDE_HEIGHT = Inches(13.333), Inches(7.5)
 MARGIN = Inches(0.6)
 TITLE_TOP, TITLE_HEIGHT = Inches(0.3), Inches(1.2)
 BODY_TOP, BODY_HEIGHT = Inches(1.7), Inches(5.15)
+LEAD_HEIGHT, LEAD_PT = Inches(0.9), 16
 CONTENT_WIDTH = Emu(SLIDE_WIDTH - 2 * MARGIN)
 BODY_PT, TITLE_PT, SMALL_TITLE_PT = 20, 30, 24
 PARAGRAPH_GAP_PT = 8
@@ -83,6 +85,7 @@ class SlideSpec:
     figure: Figure | None = None
     divider: bool = False
     notes: str = ""
+    lead: str = ""  # a sentence above the chart: what it shows, with its number
 
 
 # ---- fitting text ---------------------------------------------------------------------------------------------
@@ -178,6 +181,11 @@ def _section_slides(sections: list[Section], counted: bool) -> list[SlideSpec]:
                 bullets += block.items
             else:
                 visuals += _table_slides(block, title, slides=2 if counted else None)
+        if len(bullets) == 1 and len(visuals) == 1 and visuals[0].chart is not None and fits_body(bullets):
+            # One finding and its chart: one slide, the finding above the chart.
+            visuals[0].title, visuals[0].lead = title, bullets[0]
+            slides += visuals
+            continue
         groups = split_bullets(bullets)
         for n, group in enumerate(groups[:1] if counted else groups):
             slides.append(SlideSpec(title=title if n == 0 else f"{title} (cont.)", bullets=group))
@@ -275,7 +283,7 @@ def render_deck(deck: Deliverable, max_slides: int | None = None) -> bytes:
             slide = prs.slides.add_slide(prs.slide_layouts[5])
             _set_title(slide, spec.title)
             if spec.chart is not None:
-                _add_chart(slide, spec.chart)
+                _add_chart(slide, spec.chart, lead=spec.lead)
             elif spec.table is not None:
                 _add_table(slide, spec.table)
             elif spec.figure is not None:
@@ -420,8 +428,17 @@ def _add_table(slide: Slide, table: Table) -> None:
                 run.font.size, run.font.bold = Pt(TABLE_PT), (r == 0) or None
 
 
-def _add_chart(slide: Slide, table: Table) -> None:
+def _add_chart(slide: Slide, table: Table, lead: str = "") -> None:
     label, values = chart_columns(table)  # type: ignore[misc]
+    top, height = Emu(BODY_TOP), Emu(BODY_HEIGHT)
+    if lead:
+        box = slide.shapes.add_textbox(MARGIN, Emu(BODY_TOP - Inches(0.2)), CONTENT_WIDTH, LEAD_HEIGHT)
+        box.text_frame.word_wrap = True
+        paragraph = box.text_frame.paragraphs[0]
+        run = paragraph.add_run()
+        run.text = plain(lead)
+        run.font.size = Pt(LEAD_PT)
+        top, height = Emu(BODY_TOP + LEAD_HEIGHT - Inches(0.2)), Emu(BODY_HEIGHT - LEAD_HEIGHT + Inches(0.2))
     rows = data_rows(table)
     values = _one_scale(rows, values)
     # python-pptx leaves CategoryChartData unannotated, and types add_chart's data as its ChartData subclass.
@@ -434,7 +451,7 @@ def _add_chart(slide: Slide, table: Table) -> None:
     chart_type = XL_CHART_TYPE.BAR_CLUSTERED if long_labels else XL_CHART_TYPE.COLUMN_CLUSTERED
     if table.chart == "line":
         chart_type = XL_CHART_TYPE.LINE_MARKERS
-    frame = slide.shapes.add_chart(chart_type, MARGIN, BODY_TOP, CONTENT_WIDTH, BODY_HEIGHT, data)  # type: ignore[arg-type]
+    frame = slide.shapes.add_chart(chart_type, MARGIN, top, CONTENT_WIDTH, height, data)  # type: ignore[arg-type]
     # python-pptx annotates add_chart as returning the Chart; it returns the GraphicFrame that holds it.
     chart = frame.chart  # type: ignore[attr-defined]
     chart.has_legend = len(values) > 1
@@ -443,6 +460,9 @@ def _add_chart(slide: Slide, table: Table) -> None:
     chart.font.size = Pt(12)
     chart.has_title = len(values) > 1  # one series: the slide's title names it
     axis = chart.value_axis
+    # Axis titles: what the bars measure (its unit in the header) and what they are of.
+    _axis_title(axis, plain(table.headers[values[0]]) if len(values) == 1 else "")
+    _axis_title(chart.category_axis, plain(table.headers[label]))
     if all(kinds[c] == "percent" for c in values):
         axis.tick_labels.number_format = "0%"
         axis.tick_labels.number_format_is_linked = False
@@ -463,6 +483,15 @@ def _add_chart(slide: Slide, table: Table) -> None:
     for series, colour in zip(plot.series, SERIES_COLOURS, strict=False):
         series.format.fill.solid()
         series.format.fill.fore_color.rgb = colour
+
+
+def _axis_title(axis: Any, text: str) -> None:
+    if not text:
+        return
+    axis.has_title = True
+    axis.axis_title.text_frame.text = text
+    axis.axis_title.text_frame.paragraphs[0].font.size = Pt(11)
+    axis.axis_title.text_frame.paragraphs[0].font.bold = False
 
 
 def _one_scale(rows: list[list[str]], columns: list[int]) -> list[int]:
