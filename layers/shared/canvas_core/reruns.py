@@ -218,6 +218,7 @@ def copy_nodes(
                 "reused": False,
                 "pending_inputs": sum(1 for i in node.inputs if i in again),
                 "instructions": instructions if node.block_id == chosen_id and instructions else node.instructions,
+                "revision": instructions or node.revision,
             }
         )
         if node.block_id == chosen_id and node.url and urls_in(instructions):

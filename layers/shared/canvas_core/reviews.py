@@ -141,7 +141,9 @@ def approve_run(
         raise ConflictError(_not_waiting(current or run))
     try:
         for block_id, instructions in request.instructions.items():
-            store.update_node(run.canvas_id, block_id, expect_status=["idle"], instructions=instructions)
+            store.update_node(
+                run.canvas_id, block_id, expect_status=["idle"], instructions=instructions, revision=instructions
+            )
         sent = executions.send_task_success(token, json.loads(plan))
     except Exception:
         store.unclaim_approval(run.run_id, token)

@@ -132,6 +132,9 @@ class NodeItem(Model):
     pending_inputs: int = 0
     upload_id: str | None = None
     instructions: str | None = None
+    # Instructions the requester gave after planning (an approval's for this block, a re-run's for the block re-run
+    # and those downstream of it): they revise the analysis of this block and of the blocks reading it.
+    revision: str | None = None
     persona: str | None = None
     error: str | None = None
     # Why a completed block fell back (a model answer it could not use), written with its completion; the run's
