@@ -138,7 +138,7 @@ def _signed(value: float | None) -> str:
 def _sentence(result: QueryResult, asked: Asked, dataset: Dataset) -> str:
     query = result.query
     unit = _unit(dataset, query.measure.column)
-    what = measure_phrase(query.measure)
+    what = measure_phrase(query.measure) + (f" per {query.per}" if query.per else "")
     scope = _scope(query)
     rows = result.rows
     used = f"{number(result.rows_used)} rows of {dataset.name}"
@@ -159,6 +159,8 @@ def _sentence(result: QueryResult, asked: Asked, dataset: Dataset) -> str:
         return f"The {what}{scope} is {figure} (computed over {used})."
     if query.rank is not None and query.rank.within is not None:
         return _within_sentence(result, unit, what, scope)
+    if query.change:
+        return _steps_sentence(result, unit, what, scope)
     label_columns = result.headers[: result.labels]
     groups = " and ".join(label_columns)
     kinds = result.formats
@@ -211,6 +213,19 @@ def _sentence(result: QueryResult, asked: Asked, dataset: Dataset) -> str:
         )
     listed = [item(r) for r in ordered]
     return f"The {what} by {groups}{scope}: {'; '.join(listed)}."
+
+
+def _steps_sentence(result: QueryResult, unit: str, what: str, scope: str) -> str:
+    """Each period's figure and its change on the one before: "2025-Q2: 510 (-5.6 %)"."""
+    query = result.query
+    labels = result.labels
+    parts = []
+    for row in result.rows[: MAX_LISTED * 2]:
+        label = ", ".join(str(v) for v in row[:labels])
+        change = f" ({_signed(row[labels + 2])})" if row[labels + 2] is not None else ""
+        parts.append(f"{label}: {number(row[labels], unit)}{change}")
+    more = f"; and {len(result.rows) - MAX_LISTED * 2} more in the table" if len(result.rows) > MAX_LISTED * 2 else ""
+    return f"The {what} {query.grain} over {query.grain}{scope}: {'; '.join(parts)}{more}."
 
 
 def _within_sentence(result: QueryResult, unit: str, what: str, scope: str) -> str:

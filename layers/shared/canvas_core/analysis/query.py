@@ -85,6 +85,10 @@ class AnalysisQuery(BaseModel):
     dimensions: list[str] = Field(default_factory=list, max_length=2)
     date_column: str | None = None
     grain: Grain | None = None  # the date column, grouped by this, as one more dimension
+    # The aggregate taken over each period's total ("the average monthly revenue", "the median covers per day"),
+    # not over single rows.
+    per: Grain | None = None
+    change: bool = False  # with a grain: each period's change on the one before ("quarter over quarter")
     filters: list[Filter] = Field(default_factory=list)
     period: Period | None = None  # rows of this date range only
     compare: Comparison | None = None
@@ -93,12 +97,14 @@ class AnalysisQuery(BaseModel):
 
     def describe(self) -> str:
         """The query in words, as the 'How this was computed' line shows it."""
-        parts = [measure_phrase(self.measure)]
+        parts = [measure_phrase(self.measure) + (f" per {self.per}" if self.per else "")]
         if self.dimensions or self.grain:
             parts.append("by " + " and ".join([*self.dimensions, *([self.grain] if self.grain else [])]))
         parts += [filter_phrase(f) for f in self.filters]
         if self.share_of is not None:
             parts.append("for " + filter_phrase(self.share_of).removeprefix("in "))
+        if self.change:
+            parts.append(f"each {self.grain} against the one before")
         if self.period is not None:
             parts.append(period_phrase(self.period))
         if self.compare is not None:
@@ -190,7 +196,7 @@ def check_query(query: AnalysisQuery, columns: list[Column]) -> list[str]:
             problems.append(f"the filter's column {item.column!r} is not a column")
         elif item.operator in OPERATOR_SQL and column.kind != "number":
             problems.append(f"{item.column!r} holds {column.kind}: it cannot be compared with a number")
-    needs_date = query.grain or query.period or query.compare
+    needs_date = query.grain or query.period or query.compare or query.per
     if needs_date:
         column = by_name.get(query.date_column or "")
         if column is None or column.kind not in ("date", "period"):
@@ -278,6 +284,8 @@ def run_query(dataset: Dataset, query: AnalysisQuery) -> QueryResult:
     try:
         if query.compare is not None:
             return _compare(dataset, query)
+        if query.per is not None:
+            return _per_period(dataset, query)
         return _grouped(dataset, query)
     except duckdb.Error as exc:
         raise AnalysisError(f"the engine refused the query: {str(exc).splitlines()[0]}") from exc
@@ -351,11 +359,45 @@ def _grouped(dataset: Dataset, query: AnalysisQuery) -> QueryResult:
     elif query.grain is not None and rank is None:
         in_order = ", ".join(f"k{n}" for n in range(len(keys)))
         sql = f"SELECT {labels}, {select} FROM data{where} GROUP BY {group} ORDER BY {in_order}"
+        if query.change and measure.aggregate != "share":
+            # Each period's change on the one before, within its group ("quarter over quarter").
+            groups = ", ".join(f"k{n}" for n in range(len(keys) - 1))
+            window = f"(PARTITION BY {groups} ORDER BY k{len(keys) - 1})" if groups else f"(ORDER BY k{len(keys) - 1})"
+            sql = (
+                f"SELECT *, v - lag(v) OVER {window} AS d, (v - lag(v) OVER {window}) / "
+                f"nullif(abs(lag(v) OVER {window}), 0) AS g FROM ({sql}) AS periods ORDER BY {in_order}"
+            )
+            figures, formats = [*figures, "change", "change %"], [*formats, "number", "percent"]
     else:
         limit = f" LIMIT {int(rank.count)}" if rank is not None else ""
         sql = f"SELECT {labels}, {select} FROM data{where} GROUP BY {group} ORDER BY v {direction} NULLS LAST{limit}"
     rows = [list(r) for r in dataset.connection.execute(sql, params).fetchall()]
     return _result(dataset, query, headers, figures, rows, sql, params, formats)
+
+
+def _per_period(dataset: Dataset, query: AnalysisQuery) -> QueryResult:
+    """The aggregate over each period's total, per group: the rows summed (or counted) per period first."""
+    assert query.per is not None
+    column = dataset.column(query.date_column or "")
+    assert column is not None
+    params: list[Any] = []
+    where = _where(_conditions(query, dataset, params))
+    keys = [quote(d) for d in query.dimensions]
+    inner_keys = [*keys, f"date_trunc('{query.per}', {date_sql(column)})"]
+    total = "count(*)" if query.measure.column is None else f"sum({quote(query.measure.column)})"
+    outer = aggregate_sql(query.measure.model_copy(update={"column": "t"}))
+    labels = ", ".join(f"{k} AS k{n}" for n, k in enumerate(keys))
+    inner = f"SELECT {', '.join(inner_keys)}, {total} AS t FROM data{where} GROUP BY {', '.join(inner_keys)}"
+    if keys:
+        sql = (
+            f"SELECT {', '.join(f'k{n}' for n in range(len(keys)))}, {outer} AS v FROM "
+            f"(SELECT {labels}, t FROM ({inner}) AS periods) GROUP BY ALL ORDER BY v DESC NULLS LAST"
+        )
+    else:
+        sql = f"SELECT {outer} AS v FROM ({inner}) AS periods"
+    rows = [list(r) for r in dataset.connection.execute(sql, params).fetchall()]
+    figure = f"{measure_phrase(query.measure)} per {query.per}"
+    return _result(dataset, query, list(query.dimensions), [figure], rows, sql, params, ["number"])
 
 
 def _compare(dataset: Dataset, query: AnalysisQuery) -> QueryResult:

@@ -143,7 +143,7 @@ VOCABULARY = (
         out well respectively term terms basis level side rest everything anything something more than above below
         greater less least fewer at under beyond exceeding exceeded exceeds contribute contributed contribution
         account accounted accounts responsible generated made one two three four five six seven eight nine ten
-        same such like among
+        same such like among busiest quietest hottest coldest warmest wettest driest cheapest dearest priciest
         """,
         )
     )
@@ -227,6 +227,7 @@ COUNT_N = re.compile(
     r"top|bottom|leading|most|least)\b"
 )
 NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "ten": 10}
+GRAIN_OF: dict[str, Grain] = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year"}
 WHICH_N = re.compile(r"\b(?:which|what|the|name the|list the)\s+(\d{1,2}|two|three|four|five|ten)\s+[a-z]")
 GRAIN_WORDS: list[tuple[Grain, re.Pattern[str]]] = [
     ("day", re.compile(r"\b(daily|per day|by day|each day|every day|which day|what day|which date|busiest day)\b")),
@@ -516,18 +517,25 @@ def read_question(question: str, datasets: list[Dataset]) -> Asked:
         and not re.search(r"\b(all|every|any)\s+(?:the\s+)?$", " ".join(said.list[max(0, place - 2) : place]) + " ")
     )
     counting = measure.aggregate in ("count", "count_distinct", "share") and measure.column is None
+    ranking = bool(TOP_WORDS.search(said.text) or BOTTOM_WORDS.search(said.text)) and not counting
     dimensions = [
-        name for _, name in named if name not in by_column and not (counting and _only_rows(said, name, dataset))
+        name for _, name in named if name not in by_column and (ranking or not _only_rows(said, name, dataset))
     ]
     for column, mentions in by_column.items():
-        if len({m.value for m in mentions if not m.negated}) >= 2 and column not in dimensions:
-            dimensions.append(column)  # "Nordics and Benelux": compared side by side
+        positive_values = {m.value for m in mentions if not m.negated}
+        named_itself = _mention(said, Column(column, "text", 0))[0] >= 0.5
+        if column not in dimensions and (len(positive_values) >= 2 or (named_itself and not positive_values)):
+            # "Nordics and Benelux": side by side; "countries, excluding Brazil": the others, each
+            dimensions.append(column)
 
     share_of = None
     if measure.aggregate == "share":
         positive = [m for m in values if not m.negated]
         if positive:
-            part = positive[-1]
+            # The part is what the share is "of", "from" or "for": the first value named after the share's word.
+            cue = SHARE.search(said.text)
+            after = [m for m in positive if cue is None or m.start >= cue.end()]
+            part = (after or positive)[0]
             share_of = Filter(column=part.column, values=[part.value])
             values = [m for m in values if m is not part]
             dimensions = [d for d in dimensions if d != part.column]
@@ -540,23 +548,43 @@ def read_question(question: str, datasets: list[Dataset]) -> Asked:
         if left_out:
             filters.append(Filter(column=column, operator="not_in", values=left_out))
 
-    grain = _grain(said)
+    grain = _grain(said, columns)
+    per: Grain | None = None
+    if (
+        grain
+        and date_column is None
+        and measure.column
+        and any(_same(w, g) for w in words(measure.column) for g in (grain, GRAIN_ADJECTIVES[grain]))
+    ):
+        grain = None  # "spend each month" of a "Monthly Cost" column: the column is already per month
     if (
         grain
         and measure.aggregate in ("mean", "median", "percentile", "min", "max")
-        and re.search(r"\b(daily|weekly|monthly|quarterly|yearly|annual)\s+[a-z]", said.text)
-        and not re.search(r"\b(per|by|each|every|which|what)\s+(day|week|month|quarter|year)\b", said.text)
+        and not re.search(r"\b(by|which|what|each|every)\s+(?:the\s+)?(day|week|month|quarter|year)\b", said.text)
+        and not re.search(r"\b(busiest|quietest|best|worst)\s+(day|week|month|quarter|year)\b", said.text)
     ):
-        grain = None  # "the median daily rainfall": each row's reading, not a series of periods
+        adjective = re.search(r"\b(daily|weekly|monthly|quarterly|yearly|annual)\s+[a-z]", said.text)
+        if adjective and grain == _native_grain(dataset, date_column):
+            grain = None  # "the median daily rainfall" of daily readings: each row's reading
+        else:
+            per, grain = grain, None  # "the average monthly revenue", "median covers per day": over period totals
     asked.extreme = _extreme(_Words.of(COMPARE_NUMBER.sub(" ", said.text)), measure)
     periods, period_problem = _periods(said, dataset, date_column)
     if period_problem:
         asked.cannot = period_problem
         return asked
-    growth = date_column is not None and (
-        bool(GROWTH.search(said.text))
-        or (bool(VERSUS.search(said.text)) and len(periods) >= 2)
-        or (bool(WEAK_GROWTH.search(said.text)) and bool(WEAK_GROWTH_CONTEXT.search(said.text)))
+    step = re.search(r"\b(quarter|month|week|day) over \1\b|\b(qoq|mom|wow)\b", said.text)
+    if step and date_column is not None:
+        # "quarter over quarter": the series of periods, each with its change on the one before
+        grain = GRAIN_OF[step.group(1) or {"qoq": "quarter", "mom": "month", "wow": "week"}[step.group(2)]]
+    growth = (
+        not step
+        and date_column is not None
+        and (
+            bool(GROWTH.search(said.text))
+            or (bool(VERSUS.search(said.text)) and len(periods) >= 2)
+            or (bool(WEAK_GROWTH.search(said.text)) and bool(WEAK_GROWTH_CONTEXT.search(said.text)))
+        )
     )
     compare = None
     period = None
@@ -609,6 +637,8 @@ def read_question(question: str, datasets: list[Dataset]) -> Asked:
         dimensions=dimensions,
         date_column=date_column.name if date_column else None,
         grain=grain,
+        per=per,
+        change=bool(step) and grain is not None,
         filters=filters,
         period=period,
         compare=compare,
@@ -660,6 +690,25 @@ def _row_label(said: _Words, dataset: Dataset) -> Column | None:
         ]
         return next(iter(names or labels), None)
     return None
+
+
+GRAIN_ADJECTIVES: dict[str, str] = {
+    "day": "daily",
+    "week": "weekly",
+    "month": "monthly",
+    "quarter": "quarterly",
+    "year": "yearly",
+}
+
+
+def _native_grain(dataset: Dataset, column: Column | None) -> str | None:
+    """The period one row of the table stands for: a day for daily dates, a month for `2025-03` periods."""
+    if column is None:
+        return None
+    if column.kind == "period":
+        sample = (_values(dataset).get(column.name) or [""])[0]
+        return "month" if re.match(r"^\d{4}-\d{2}$", sample.strip()) else None
+    return "day" if column.distinct > 31 else None
 
 
 def _only_rows(said: _Words, name: str, dataset: Dataset) -> bool:
@@ -746,7 +795,11 @@ def _measure(
             return counted, ""
         summed = next(c for c in numbers if c.name == named[0][2])
         if any(_same(noun, w) for w in _column_words(summed)):
-            return Measure(aggregate="sum", column=summed.name), ""  # "how many minutes went into ..."
+            # "How many minutes went into ...": added up, unless a typical or average figure is asked for.
+            counted_as: Aggregate = _aggregate(said, summed)
+            return Measure(
+                aggregate="sum" if counted_as == "mean" and not AVERAGE.search(text) else counted_as, column=summed.name
+            ), ""
     most_rows = re.search(r"\b(most|fewest|least|more|fewer)\s+(\w+)", text)
     if not named and most_rows and words(most_rows.group(2))[0] in rows:
         return counted, ""
@@ -757,6 +810,12 @@ def _measure(
     column: Column | None = None
     if named:
         column = next(c for c in numbers if c.name == named[0][2])
+        derived = [w for w in DERIVED if re.search(rf"\b{w}\b", text) and w not in words(column.name)]
+        if derived:
+            return None, (
+                f"it asks for a {derived[0]} of {column.name}, which needs figures the table does not hold "
+                f"(a {derived[0]} is not one of its columns: {', '.join(c.name for c in numbers)})"
+            )
     else:
         missing = _unknown_measure(said, dataset, value_spans)
         if missing:
@@ -785,6 +844,8 @@ def _measure(
     return Measure(aggregate=aggregate, column=column.name, percentile=_percentile(said)), ""
 
 
+# Figures derived from others: asked of a column that is not itself one, they need what the table lacks.
+DERIVED = ("rate", "ratio", "margin", "net", "gross", "profit", "yield", "per capita", "roi")
 SLOT_OPENERS = frozenset(
     [
         "total",
@@ -898,11 +959,17 @@ def _percentile(said: _Words) -> float | None:
     return value if 0 < value < 100 else None
 
 
-def _grain(said: _Words) -> Grain | None:
+def _grain(said: _Words, columns: list[Column]) -> Grain | None:
+    """The time grain the question groups by; a word of a column's own name ("Annual Salary") is not one."""
+    named = {w for c in columns for w in words(c.name)}
     for grain, pattern in GRAIN_WORDS:
-        if pattern.search(said.text):
-            return grain
-    return None
+        for match in pattern.finditer(said.text):
+            if not set(words(match.group(0))) <= named:
+                return grain
+    listed = re.search(
+        r"\b(?:by|per)\s+[\w ,&]*?(?:and|,)\s+(?:the\s+|by\s+)?(day|week|month|quarter|year)\b", said.text
+    )
+    return GRAIN_OF[listed.group(1)] if listed else None
 
 
 def _extreme(said: _Words, measure: Measure) -> str:
