@@ -656,7 +656,7 @@ def test_a_models_analysis_plan_is_run_over_a_gathered_table(canvas):
     whole = sum(by_coast.values())
     ranked = sorted(by_coast.items(), key=lambda kv: -kv[1])
     # When the excel-block runs over a table-block's table
-    result = canvas.run("excel-block", [visits()], prompt="Which coast draws most visitors?", model=model)
+    result = canvas.run("excel-block", [visits()], prompt="A workbook of the coastal visits", model=model)
     # Then the model saw the columns and a few rows, and its plan's results are the workbook's sheets
     assert "Columns:\n- coast: text" in model.prompts[0] and "visitors: number" in model.prompts[0]
     book = load_workbook(io.BytesIO(only_artifact(result, "xlsx")[1]), data_only=True)
@@ -673,7 +673,7 @@ def test_a_models_analysis_plan_is_run_over_a_gathered_table(canvas):
 
 def test_a_plan_naming_what_the_table_lacks_is_refused_and_the_rules_say_why(canvas):
     model = ScriptedModel('{"measures": [{"column": "revenue"}], "dimensions": ["coast"]}')
-    result = canvas.run("excel-block", [visits()], prompt="Visitors by coast", model=model)
+    result = canvas.run("excel-block", [visits()], prompt="A workbook of the coastal visits", model=model)
     book = load_workbook(io.BytesIO(only_artifact(result, "xlsx")[1]), data_only=True)
     summary = [r[0] for r in book["Summary"].iter_rows(values_only=True)]
     assert "The model's analysis plan was refused (measure 'revenue' is not a column); rules chose it." in summary

@@ -190,3 +190,34 @@ def test_awkward_tables_get_an_answer_never_an_error():
     assert "2.50" in first_line(one, "What is the average price?")
     empty = load_rows("empty.csv", ["item", "price"], [])
     assert "cannot" in first_line(empty, "What is the average price?")
+
+
+def test_a_models_query_is_used_when_it_fits_its_table_and_never_sees_the_rows():
+    # Given a model that reads the question into a median by city, and records what it was shown
+    shown: list[str] = []
+
+    def model(prompt: str) -> str:
+        shown.append(prompt)
+        return '{"table": "shops.csv", "measure": {"aggregate": "median", "column": "takings"}, "dimensions": ["city"]}'
+
+    # When a question is answered with it
+    answers = answer_questions([shops()], "What do shops typically take in each city?", complete=model)
+    # Then its query computed the answer, and it saw the columns and a few values, not the rows
+    assert answers.items[0].sentence.startswith("The median takings by city: Cork (130.00); Dublin (70.00)")
+    assert answers.notes == []
+    assert "takings: number" in shown[0] and "472" not in shown[0]
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("I think the answer is 42", "the answer holds no JSON object"),
+        ('{"table": "shops.csv", "measure": {"aggregate": "sum", "column": "profit"}}', "'profit' is not a column"),
+        ('{"table": "other.csv", "measure": {"aggregate": "sum"}}', "names the table 'other.csv'"),
+        ('{"table": "shops.csv", "measure": {"aggregate": "mode", "column": "takings"}}', "measure.aggregate"),
+    ],
+)
+def test_a_models_query_that_does_not_fit_is_refused_and_the_rules_answer_saying_why(reply, reason):
+    answers = answer_questions([shops()], "What were total takings in Dublin?", complete=lambda _: reply)
+    assert answers.items[0].sentence.startswith("The total takings in Dublin is 1,037"), answers.items[0].sentence
+    assert len(answers.notes) == 1 and reason in answers.notes[0] and "rules read the question" in answers.notes[0]

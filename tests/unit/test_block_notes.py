@@ -93,7 +93,7 @@ def test_an_analysis_plan_off_the_tables_schema_is_the_rules_and_the_block_says_
     plan = '{"measures": [{"column": "profit", "aggregate": "sum"}], "dimensions": ["region"]}'
     ctx = _ctx("text-block", _Model(plan), inputs=[table])
     # When
-    analyses = run_analyses(ctx, "Revenue by region")
+    analyses = run_analyses(ctx, "Summarise the sales")
     # Then the rules chose the analysis, and the note names the table and the model's problem
     assert [a.plan.chosen_by for a in analyses] == ["rules"]
     assert len(ctx.notes) == 1
@@ -104,11 +104,11 @@ def test_an_analysis_plan_off_the_tables_schema_is_the_rules_and_the_block_says_
 def test_an_analysis_plan_that_is_no_json_is_noted_and_a_valid_one_is_not():
     table = NodeItem(canvas_id="c", block_id="b1", name="Sales", type="table-block", content=SALES)
     refused = _ctx("text-block", _Model("I would sum the revenue by region."), inputs=[table])
-    run_analyses(refused, "Revenue by region")
+    run_analyses(refused, "Summarise the sales")
     assert len(refused.notes) == 1 and "holds no JSON object" in refused.notes[0]
     valid = '{"measures": [{"column": "revenue", "aggregate": "sum"}], "dimensions": ["region"]}'
     used = _ctx("text-block", _Model(valid), inputs=[table])
-    assert [a.plan.chosen_by for a in run_analyses(used, "Revenue by region")] == ["model"]
+    assert [a.plan.chosen_by for a in run_analyses(used, "Summarise the sales")] == ["model"]
     assert used.notes == []
 
 

@@ -47,7 +47,9 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
     if revision is not None:
         for dataset in datasets:
             kept += revise_dataset(dataset, revision)
-    answers = answer_questions(datasets, request, revised)
+    answers = answer_questions(datasets, request, revised, complete)
+    for note in answers.notes:
+        ctx.note(note)
     if answers.items:
         # The tables the questions are about, and no other (a workbook's sheet nobody asked about stays out).
         datasets = [d for d in datasets if any(a.dataset is d for a in answers.items)] or datasets
@@ -55,7 +57,9 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
     for dataset in datasets[:MAX_DATASETS]:
         mine = [a for a in answers.items if a.dataset is dataset]
         try:
-            analysis = analyse(dataset, request, complete)
+            # The questions' own queries were the model's to read; the breakdowns beside them are the rules' (one
+            # model call a question, not one more for the supporting detail).
+            analysis = analyse(dataset, request, None if answers.items else complete)
         except AnalysisError:
             analysis = None  # a table the engine cannot compute over is shown as it is, as before the analysis
         if analysis is None and mine:
