@@ -11,7 +11,7 @@ from openpyxl import load_workbook
 
 from canvas_core.render import RenderCheckError
 from canvas_core.render.structure import Reference
-from canvas_core.render.xlsx import WorkbookSpec, check_xlsx, render_workbook
+from canvas_core.render.xlsx import DataSheet, WorkbookSpec, check_xlsx, render_workbook
 from canvas_core.tables import Table
 
 pytestmark = pytest.mark.unit
@@ -142,3 +142,22 @@ def test_a_table_that_names_its_totals_gets_them_even_over_empty_cells():
     _, book = workbook(budget)
     # Then a live total adds up what the requester types in
     assert [c.value for c in book["Budget"][4]] == ["Total", "=SUM(B2:B3)", None]
+
+
+def test_every_sheet_prints_as_wide_as_the_page():
+    # Given a workbook of a wide table, a data sheet and the sources
+    wide = Table(headers=[f"Column {n}" for n in range(14)], rows=[[str(n) for n in range(14)]], caption="Wide")
+    spec = WorkbookSpec(
+        title="Printed",
+        tables=[wide],
+        summary=["A finding."],
+        data=[DataSheet(caption="Data", headers=["a", "b"], rows=[[1, 2]], row_count=1)],
+    )
+    # When it is rendered and read back
+    book = load_workbook(io.BytesIO(render_workbook(spec)))
+    # Then each sheet fits its columns to one page across, in landscape, its header row on every page
+    for sheet in book.worksheets:
+        assert sheet.sheet_properties.pageSetUpPr.fitToPage, sheet.title
+        assert (sheet.page_setup.fitToWidth, sheet.page_setup.fitToHeight) == (1, 0), sheet.title
+        assert sheet.page_setup.orientation == "landscape"
+        assert sheet.print_title_rows == "$1:$1"

@@ -119,6 +119,7 @@ def analysed_workbook(name: str, analyses: list[Analysis]) -> xlsx.WorkbookSpec:
                 rows=computed,
                 caption="How this was computed",
                 chart="none",
+                sum_columns=[],
             )
         )
     for analysis in analyses:

@@ -28,6 +28,7 @@ from openpyxl import Workbook, load_workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
 from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.properties import PageSetupProperties
 from openpyxl.worksheet.worksheet import Worksheet
 
 from canvas_core.render import RenderCheckError
@@ -100,19 +101,31 @@ def render_workbook(spec: WorkbookSpec) -> bytes:
     cached: Cached = {}
     bulk: dict[int, _Bulk] = {}
     if spec.summary:
-        _write_summary(book.create_sheet(_sheet_name("Summary", names)), spec.title, spec.summary)
+        _write_summary(_new_sheet(book, _sheet_name("Summary", names)), spec.title, spec.summary)
     for n, table in enumerate(spec.tables, start=1):
-        sheet = book.create_sheet(_sheet_name(table.caption or f"Table {n}", names))
+        sheet = _new_sheet(book, _sheet_name(table.caption or f"Table {n}", names))
         cached[len(book.worksheets)] = _write_table(sheet, table)
     for data in spec.data:
-        sheet = book.create_sheet(_sheet_name(data.caption, names))
+        sheet = _new_sheet(book, _sheet_name(data.caption, names))
         cached[len(book.worksheets)], rest = _write_data(sheet, data)
         if rest is not None:
             bulk[len(book.worksheets)] = rest
-    _write_sources(book.create_sheet(_sheet_name("Sources", names)), spec.references)
+    _write_sources(_new_sheet(book, _sheet_name("Sources", names)), spec.references)
     buffer = io.BytesIO()
     book.save(buffer)
     return _rewrite_sheets(buffer.getvalue(), cached, bulk)
+
+
+def _new_sheet(book: Workbook, name: str) -> Worksheet:
+    """A sheet that prints as wide as the page (in landscape) and as long as its rows need: its columns are never
+    split across pages. Set before its first row: a write-only sheet writes its properties with that row."""
+    sheet = book.create_sheet(name)
+    sheet.page_setup.orientation = "landscape"
+    sheet.page_setup.fitToWidth = 1
+    sheet.page_setup.fitToHeight = 0
+    sheet.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
+    sheet.print_title_rows = "1:1"
+    return sheet
 
 
 def with_cached_values(text: str, cells: dict[str, float]) -> str:
