@@ -116,6 +116,16 @@ def test_a_query_naming_what_the_table_lacks_is_refused_with_the_reason():
             "Takings by shop, excluding Mill Lane",
             "by shop excluding Mill Lane: Harbour Street (872.00); O'Brien's (260",
         ),
+        ("Which was the worst quarter for takings?", "2025-Q3 has the lowest total takings: 45"),
+        ("Compare Q1 and Q2 2025 takings", "rose from Q1 2025 to Q2 2025 by 195 %: 160.00 to 472.00"),
+        (
+            "What's the YoY growth?",
+            "rose from January to October 2024 to January to October 2025 by 35.8 %: 550.00 to 747.00",
+        ),
+        (
+            "Takings per city for Harbour Street and Mill Lane only",
+            "by city in Harbour Street or Mill Lane: Dublin (1,037",
+        ),
         (
             "How did takings change quarter over quarter in 2025?",
             "2025-Q1: 160.00; 2025-Q2: 472.00 (+195 %); 2025-Q3: 45.00 (-90.5 %); 2025-Q4: 70.00 (+55.6 %)",

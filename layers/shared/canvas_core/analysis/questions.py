@@ -482,7 +482,7 @@ def read_question(question: str, datasets: list[Dataset]) -> Asked:
         return asked
 
     filters: list[Filter] = []
-    numeric = _numeric_filters(said, columns)
+    numeric = _numeric_filters(said, dataset)
     filters += numeric
     numeric_columns = {f.column for f in numeric}
 
@@ -524,7 +524,9 @@ def read_question(question: str, datasets: list[Dataset]) -> Asked:
     for column, mentions in by_column.items():
         positive_values = {m.value for m in mentions if not m.negated}
         named_itself = _mention(said, Column(column, "text", 0))[0] >= 0.5
-        if column not in dimensions and (len(positive_values) >= 2 or (named_itself and not positive_values)):
+        only = re.search(r"\b(only|just|solely)\b", said.text)
+        side_by_side = len(positive_values) >= 2 and not (only and not named_itself)
+        if column not in dimensions and (side_by_side or (named_itself and not positive_values)):
             # "Nordics and Benelux": side by side; "countries, excluding Brazil": the others, each
             dimensions.append(column)
 
@@ -671,6 +673,12 @@ def _about(said: _Words, dataset: Dataset, values: list[_ValueMention]) -> bool:
     """Whether a question names the table's columns, values or rows."""
     if values or any(_mention(said, c)[0] >= 0.5 for c in dataset.columns):
         return True
+    if any(c.kind in ("date", "period") for c in dataset.columns) and re.search(
+        r"\b(yoy|year over year|quarter over quarter|qoq|month over month|growth|trend|(?:best|worst|busiest|quietest|"
+        r"strongest|weakest) (?:day|week|month|quarter|year)|which (?:day|week|month|quarter|year))\b",
+        said.text,
+    ):
+        return True  # "What's the YoY growth?", "Which was our worst quarter?": of the table's measure over time
     return any(said.has(w) for w in _row_nouns(dataset) - ROW_NOUNS) or bool(
         re.search(r"\b(rows|records|entries|the data|the table|this data|the dataset)\b", said.text)
     )
@@ -734,7 +742,8 @@ def _named_first(said: _Words, columns: list[Column]) -> Column | None:
     return named[0][2] if named else None
 
 
-def _numeric_filters(said: _Words, columns: list[Column]) -> list[Filter]:
+def _numeric_filters(said: _Words, dataset: Dataset) -> list[Filter]:
+    columns = dataset.columns
     numbers = [c for c in columns if c.kind == "number"]
     found = []
     for match in COMPARE_NUMBER.finditer(said.text):
@@ -748,6 +757,8 @@ def _numeric_filters(said: _Words, columns: list[Column]) -> list[Filter]:
             if scored:
                 target = scored[-1][1]
                 break
+        if target is None and any(w in _row_nouns(dataset) for w in _Words.of(before).list[-3:]):
+            target = _money_column(numbers)  # "orders over 1,000": the orders' value
         if target is not None and not (1900 <= value <= 2100 and target.kind != "number"):
             found.append(Filter(column=target.name, operator=operator, values=[value]))  # type: ignore[arg-type]
     return found
@@ -824,20 +835,7 @@ def _measure(
         if DURATION_ASK.search(text):
             column = next((c for c in numbers if DURATION_COLUMN.search(" ".join(words(c.name)))), None)
         if column is None:
-            money = [
-                c
-                for c in numbers
-                if re.search(
-                    r"\b(revenue|sale|amount|turnover|income|value|total|spend|cost|taking|receipt|earning|gmv|booking)\b",
-                    " ".join(words(c.name)),
-                )
-            ]
-            quantity = [
-                c
-                for c in numbers
-                if re.search(r"\b(unit|quantity|qty|volume|count|visit|cover)\b", " ".join(words(c.name)))
-            ]
-            column = next(iter(money or quantity), None)
+            column = _money_column(numbers)
         if column is None:
             return Measure(aggregate="count"), ""
     aggregate: Aggregate = _aggregate(said, column)
@@ -895,6 +893,20 @@ SLOT_ENDS = frozenset(
         "or",
     ]
 )
+
+
+def _money_column(numbers: list[Column]) -> Column | None:
+    """The column a question naming no measure is most likely about: money, else a quantity."""
+    money = [c for c in numbers if MONEY_WORDS.search(" ".join(words(c.name))) and not is_identifier(c.name)]
+    quantity = [c for c in numbers if QUANTITY_WORDS.search(" ".join(words(c.name))) and not is_identifier(c.name)]
+    return next(iter(money or quantity), None)
+
+
+MONEY_WORDS = re.compile(
+    r"\b(revenue|sale|amount|turnover|income|value|total|spend|cost|taking|receipt|earning|gmv|"
+    r"booking|mrr|arr)\b"
+)
+QUANTITY_WORDS = re.compile(r"\b(unit|quantity|qty|volume|count|visit|cover)\b")
 
 
 def _unknown_measure(said: _Words, dataset: Dataset, value_spans: list[tuple[int, int]]) -> str:
@@ -966,6 +978,13 @@ def _grain(said: _Words, columns: list[Column]) -> Grain | None:
         for match in pattern.finditer(said.text):
             if not set(words(match.group(0))) <= named:
                 return grain
+    ranked = re.search(
+        r"\b(?:best|worst|busiest|quietest|strongest|weakest|highest|lowest|biggest|smallest|peak)\s+"
+        r"(day|week|month|quarter|year)\b",
+        said.text,
+    )
+    if ranked:
+        return GRAIN_OF[ranked.group(1)]  # "our worst quarter": the quarters, ranked
     listed = re.search(
         r"\b(?:by|per)\s+[\w ,&]*?(?:and|,)\s+(?:the\s+|by\s+)?(day|week|month|quarter|year)\b", said.text
     )
@@ -1076,6 +1095,9 @@ def _periods(said: _Words, dataset: Dataset, date_column: Column | None) -> tupl
         start, end = dt.date(year_start, first, 1), _next_month(year_end, last)
         label = f"{MONTHS[first - 1].title()} to {MONTHS[last - 1].title()} {year_end}"
         add(month_range.start(), month_range.end(), Period(start=start, end=end, label=label))
+    for m in re.finditer(rf"\bq([1-4])\s*(?:and|&|vs\.?|versus|to|through|-|or)\s*q([1-4])\s*(?:of\s+)?{YEAR}\b", text):
+        year = int(m.group(3))
+        add(m.start(), m.start() + 2, _quarter(year, int(m.group(1))))  # "Q1 and Q2 2025": both of 2025
     for m in re.finditer(rf"\bq([1-4])\s*(?:of\s+)?{YEAR}\b|\b{YEAR}[\s-]*q([1-4])\b", text):
         year = int(m.group(2) or m.group(3))
         add(m.start(), m.end(), _quarter(year, int(m.group(1) or m.group(4))))
@@ -1153,6 +1175,11 @@ def _relative(which: str, unit: str, last: dt.date) -> Period:
     return Period(start=start, end=start + dt.timedelta(days=7), label=f"the week of {start.isoformat()}")
 
 
+def _months_so_far(month: int, year: int) -> str:
+    """`January to October 2025`: a year's months up to one."""
+    return f"{MONTHS[month - 1].title()} {year}" if month == 1 else f"January to {MONTHS[month - 1].title()} {year}"
+
+
 def _span(periods: list[Period]) -> Period:
     start, end = min(p.start for p in periods), max(p.end for p in periods)
     return Period(start=start, end=end, label=f"{periods[0].label} to {periods[-1].label}")
@@ -1193,6 +1220,19 @@ def _comparison(
         current = _relative("last", "month", last)
     elif last.year > first.year:
         current = _relative("last", "year", last)
+        if current.end <= first.replace(year=first.year + 1, month=1, day=1) or last < dt.date(last.year, 12, 1):
+            # The last year is not whole: its months so far against the same months a year before.
+            end = last + dt.timedelta(days=1)
+            current = Period(start=dt.date(last.year, 1, 1), end=end, label=_months_so_far(last.month, last.year))
+            earlier = dt.date(last.year - 1, last.month, min(last.day, 28))
+            return Comparison(
+                previous=Period(
+                    start=dt.date(last.year - 1, 1, 1),
+                    end=earlier + dt.timedelta(days=1),
+                    label=_months_so_far(last.month, last.year - 1),
+                ),
+                current=current,
+            )
     elif (last.month - 1) // 3 > (first.month - 1) // 3:
         current = _relative("last", "quarter", last)
     else:
