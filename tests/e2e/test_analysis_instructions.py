@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import httpx
 import pytest
+from docx import Document
 
 from tests.e2e.conftest import poll_until_finished
 
@@ -117,3 +118,29 @@ def test_an_approval_asking_for_the_median_answers_with_medians(http):
     assert "median" in lead, lead
     for channel, value in medians.items():
         assert f"{channel} ({value:,.2f})" in lead, (channel, value, lead)
+
+
+def test_a_memo_approved_with_the_median_and_an_audience_states_medians_to_that_audience(http):
+    # Given a memo run waiting for review, asking for the average per region
+    created = create(http, "Write a memo on the average amount per booking by region", template="memo", review="true")
+    run_id = created["run_id"]
+    for _ in range(600):
+        if http.get(f"/v1/run/{run_id}").json()["data"].get("awaiting_approval"):
+            break
+        time.sleep(0.1)
+    medians = {r: statistics.median(row["amount"] for row in ROWS if row["region"] == r) for r in REGIONS}
+    nodes = http.get(f"/v1/canvas/{created['canvas_id']}/dag").json()["data"]["nodes"]
+    memo = next(n for n in nodes if n["type"] == "memo-block")
+
+    # When it is approved with instructions for the memo
+    instructions = {memo["id"]: "Use the median; address it to the support leads"}
+    assert http.post(f"/v1/run/{run_id}/approve", json={"instructions": instructions}).status_code == 200
+    result = poll_until_finished(http, run_id)
+
+    # Then the memo is addressed to them and states each region's median
+    assert result["status"] == "completed", result.get("errors")
+    [artifact] = [a for a in result["result"]["artifacts"] if a["type"] == "docx"]
+    text = "\n".join(p.text for p in Document(io.BytesIO(httpx.get(artifact["download_url"]).content)).paragraphs)
+    assert "Support leads" in text
+    for region, value in medians.items():
+        assert f"{region} ({value:,.2f})" in text, (region, value, text)

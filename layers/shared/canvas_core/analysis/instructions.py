@@ -20,7 +20,8 @@ AGGREGATES = [
     ("sum", re.compile(_CHANGE.format("(?:totals?|sums?)"))),
 ]
 AUDIENCE = re.compile(
-    r"\b(?:address(?:ed)? (?:it |this |them )?to|for the attention of|written for)\s+(?:the\s+)?([^.;,]+)"
+    r"\b(?:address(?:ed)? (?:it |this |them )?to|for the attention of|written for)\s+(?:the\s+)?([^.;,]+)",
+    re.IGNORECASE,
 )
 
 

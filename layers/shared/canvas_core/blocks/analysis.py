@@ -42,6 +42,8 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
 
     datasets = _datasets(ctx)
     revised = revision_text(ctx)
+    if ctx.node.revision and request.strip() == ctx.node.revision.strip():
+        request = ctx.run.prompt  # the block's new instructions revise the questions asked, they do not replace them
     revision = read_revision(revised, datasets) if revised else None
     kept: list[str] = []
     if revision is not None:
@@ -90,6 +92,16 @@ def revision_text(ctx: BlockContext) -> str:
     parts = [ctx.run.agent_instructions or "", ctx.node.revision or "", *(n.revision or "" for n in ctx.inputs)]
     unique = list(dict.fromkeys(p.strip() for p in parts if p and p.strip()))
     return "\n".join(unique)
+
+
+def revised_audience(ctx: BlockContext) -> str:
+    """Whom instructions given after planning (or the requester's) address the deliverable to ("address it to
+    the support leads"), else nothing."""
+    from canvas_core.analysis.instructions import AUDIENCE
+
+    found = AUDIENCE.search(revision_text(ctx))
+    audience = found.group(1).strip() if found else ""
+    return audience[:1].upper() + audience[1:]
 
 
 def _excerpt(text: str, limit: int = 120) -> str:

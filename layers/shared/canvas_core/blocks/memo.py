@@ -4,7 +4,7 @@ uploaded or gathered tables, the key figures the engine computed (blocks/analysi
 
 from __future__ import annotations
 
-from canvas_core.blocks.analysis import findings_section, run_analyses
+from canvas_core.blocks.analysis import findings_section, revised_audience, run_analyses
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.deliverable import (
     CITE,
@@ -42,7 +42,7 @@ def run(ctx: BlockContext) -> BlockOutput:
         memo.sections.insert(at, findings_section(analyses, "Key figures"))
     fields = extract_fields(memo, ("to", "from", "subject", "re", "date"))
     header = MemoHeader(
-        to=fields.get("to") or plan.audience or DEFAULT_TO,
+        to=revised_audience(ctx) or fields.get("to") or plan.audience or DEFAULT_TO,
         sender=fields.get("from") or plan.sender or DEFAULT_FROM,
         date=run_date(ctx),
         subject=fields.get("subject") or fields.get("re") or memo.title,
