@@ -14,6 +14,8 @@ import os
 import sys
 from collections.abc import Callable
 
+from canvas_local.credentials import published
+
 # Stack outputs (template.yaml) and the environment variables canvas_core reads them from: the names its store
 # needs (every one is required; the commands touch the accounts and keys tables only).
 TABLE_OUTPUTS = {
@@ -92,10 +94,19 @@ def target(stack_name: str | None, region: str | None, endpoint_url: str | None)
         os.environ["AWS_REGION"] = os.environ["AWS_DEFAULT_REGION"] = region
     if endpoint_url:
         os.environ["AWS_ENDPOINT_URL"] = endpoint_url
-        # The embedded stack's moto takes any credentials; real ones are not sent to it.
         os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+        # The embedded stack accepts its own credentials only, published for its user (canvas_local.credentials);
+        # real ones are never sent to it.
+        own = published(endpoint_url)
+        if own is not None:
+            os.environ["AWS_ACCESS_KEY_ID"] = own.access_key_id
+            os.environ["AWS_SECRET_ACCESS_KEY"] = own.secret_access_key
+            os.environ.pop("AWS_SESSION_TOKEN", None)
+        elif not os.environ.get("AWS_ACCESS_KEY_ID"):
+            raise AdminError(
+                f"no credentials for {endpoint_url}: run this as the user running `canvas serve`, on its machine "
+                "(it publishes them there), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+            )
         if not stack_name:
             for variable, value in _embedded_names().items():
                 os.environ.setdefault(variable, value)

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
+from urllib.parse import urlsplit
 
 from canvas_local import admin
 from canvas_local.client import commands as client_commands
@@ -33,6 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the API with moto standing in for AWS")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=3000, help="0 picks a free port")
+    serve.add_argument(
+        "--public-url",
+        type=_public_url,
+        default=None,
+        metavar="URL",
+        help="where clients reach the API, e.g. behind a proxy: what download links start with (default: the address "
+        "each client reached the API at)",
+    )
     serve.add_argument(
         "--api-key",
         action="append",
@@ -147,6 +156,13 @@ def _faults(text: str) -> Faults:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _public_url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError("must be an http or https URL, e.g. https://canvas.example.com")
+    return text.rstrip("/")
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -236,6 +252,7 @@ def serve(args: argparse.Namespace) -> int:
         faults=faults,
         retention_days=args.retention_days,
         on_run_end=console.run_ended if console is not None else None,
+        public_url=args.public_url,
     )
     try:
         stack.start()
@@ -262,6 +279,8 @@ def serve(args: argparse.Namespace) -> int:
         if log_file is not None:
             print(f"Logs (JSON) and metrics: {log_file} (--log-format json prints them here)", file=out, flush=True)
         print(f"Developer portal: {stack.base_url}/portal", file=out, flush=True)
+        if args.public_url:
+            print(f"Download links start with {args.public_url}", file=out, flush=True)
         print(f"AWS endpoint (for admin commands' --endpoint-url): {stack.endpoint_url}", file=out, flush=True)
         if faults:
             print(f"Injecting AWS's failures: {faults}", file=out, flush=True)

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from waitress import wasyncore
@@ -27,6 +27,9 @@ from waitress.task import ErrorTask, ThreadedTaskDispatcher, WSGITask
 from canvas_local import priority
 from canvas_local.lambda_runtime import ACCOUNT_ID, FunctionError, LocalFunction, Throttled
 from canvas_local.template import ApiRoute
+
+if TYPE_CHECKING:
+    from canvas_local.downloads import DownloadLinks
 
 LOG = logging.getLogger(__name__)
 
@@ -56,6 +59,8 @@ CHECK_SECONDS = 1
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 # Where `GET /` leads when no route claims it.
 HOME = "/portal"
+# Where the download links point (canvas_local.downloads), answered by the door itself as S3 answers presigned URLs.
+DOWNLOADS = "/downloads/"
 # The environ key under which the request's headers, as sent, reach the app.
 HEADER_PAIRS = "canvas.header_pairs"
 
@@ -154,8 +159,10 @@ class FrontDoor:
         host: str = "127.0.0.1",
         port: int = 0,
         on_change: Callable[[], None] | None = None,
+        downloads: DownloadLinks | None = None,
     ):
         self.router = Router(routes)
+        self.downloads = downloads  # what serves the download links under /downloads/ (canvas_local.downloads)
         self.on_change = on_change  # told of every request that may change state (POST, PUT, PATCH, DELETE)
         self.functions = functions
         self.binary_media_types = binary_media_types
@@ -262,6 +269,15 @@ class FrontDoor:
     def respond(self, request: Request) -> Response:
         if self.on_change is not None and request.method in ("POST", "PUT", "PATCH", "DELETE"):
             self.on_change()
+        if self.downloads is not None:
+            if request.path.startswith(DOWNLOADS):
+                return self.downloads.serve(request)
+            # Links the function mints start with the address this client reached the door at.
+            with self.downloads.reached_at(request.header("host")):
+                return self._route(request)
+        return self._route(request)
+
+    def _route(self, request: Request) -> Response:
         try:
             match = self.router.match(request.method, request.path)
         except HttpError as exc:

@@ -87,6 +87,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from moto import backends as moto_backends
 from moto.core import responses as moto_responses
@@ -167,7 +170,7 @@ from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 from moto.stepfunctions.parser.quotas import is_within_size_quota
 
 from canvas_local import priority
-from canvas_local.lambda_runtime import LocalFunction, Throttled, function_name_of
+from canvas_local.lambda_runtime import REGION, LocalFunction, Throttled, function_name_of
 from canvas_local.priority import PriorityLock
 
 SEAM_NAME = "_invoke_lambda_function"
@@ -265,30 +268,33 @@ def _lambda_error(code: str, message: str, status: int) -> ClientError:
     )
 
 
-def enable_state_machine_execution(endpoint_url: str) -> None:
+def enable_state_machine_execution(endpoint_url: str, credentials: Credentials | None = None) -> None:
     """Make moto's server run executions through its ASL interpreter (moto's documented server config).
 
-    The setting is process-wide (moto.core.config.default_user_config), so it also reaches `mock_aws`.
+    The setting is process-wide (moto.core.config.default_user_config), so it also reaches `mock_aws`. The
+    request is signed with `credentials` (a server that checks its callers, moto_server.CallerCheck, wants them).
     """
-    _moto_api(endpoint_url, "config", {"stepfunctions": {"execute_state_machine": True}})
+    _moto_api(endpoint_url, "config", {"stepfunctions": {"execute_state_machine": True}}, credentials)
 
 
-def disable_state_machine_execution(endpoint_url: str) -> None:
-    _moto_api(endpoint_url, "config", {"stepfunctions": {"execute_state_machine": False}})
+def disable_state_machine_execution(endpoint_url: str, credentials: Credentials | None = None) -> None:
+    _moto_api(endpoint_url, "config", {"stepfunctions": {"execute_state_machine": False}}, credentials)
 
 
-def reset_backends(endpoint_url: str) -> None:
+def reset_backends(endpoint_url: str, credentials: Credentials | None = None) -> None:
     """Forget every resource: moto's backends are process-wide, shared by each server started here."""
-    _moto_api(endpoint_url, "reset", None)
+    _moto_api(endpoint_url, "reset", None, credentials)
 
 
-def _moto_api(endpoint_url: str, action: str, body: dict | None) -> None:
-    request = urllib.request.Request(
-        f"{endpoint_url}/moto-api/{action}",
-        data=json.dumps(body).encode("utf-8"),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
+def _moto_api(endpoint_url: str, action: str, body: dict | None, credentials: Credentials | None) -> None:
+    url = f"{endpoint_url}/moto-api/{action}"
+    data = json.dumps(body).encode("utf-8")
+    headers = {"Content-Type": "application/json"}
+    if credentials is not None:
+        signed = AWSRequest(method="POST", url=url, data=data, headers=headers)
+        SigV4Auth(credentials, "moto", REGION).add_auth(signed)
+        headers = dict(signed.headers.items())
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
     with urllib.request.urlopen(request, timeout=10) as response:  # raises on a status other than 2xx
         response.read()
 

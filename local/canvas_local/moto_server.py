@@ -5,14 +5,18 @@ and starts a thread for every connection, one at a time on its accept loop. With
 DynamoDB at once, requests queued behind thread starts for most of a second. Here a fixed pool of threads
 serves the connections, the kernel's listen queue is deep, and nothing is created per request.
 
+moto checks no signature: anyone who reaches its port could read and write every table and bucket. So the port
+is on loopback only, and it answers only requests signed (SigV4) with one of the access key ids it was given, the
+stack's own (`CallerCheck`): other processes of the machine, a browser page that finds the port, are refused.
+
 The stack's own boto3 clients (handlers, stack, watcher) do not need the socket at all: `serve_in_process`
 hands their requests to the same app in the calling thread, which saves the HTTP round trip and the two thread
-handoffs of every call. The server stays for everyone else (presigned URLs, other processes).
+handoffs of every call. The server stays for the operator's admin commands, in other processes.
 
 A call to DynamoDB, Step Functions, SQS or EventBridge is answered even earlier, as soon as botocore has validated
 and serialized its parameters (the clients' classes get a `_make_api_call` that asks the transport first), when
 moto would take its default account and region from the request's signature anyway (the client's region is moto's
-default and its access key is not one moto reads from a signature: the stack's clients use "testing"). Nothing
+default and its access key is not one moto reads from a signature: the stack's clients use its own). Nothing
 else in moto reads the endpoint, signature, user agent or retry headers, so botocore's endpoint rules, signing,
 request building and retry loop are skipped; the answer is parsed as botocore's endpoint parses it (DynamoDB's
 attribute values built directly, as its parser would build them).
@@ -22,12 +26,15 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import logging
+import re
 import sys
 import threading
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from botocore.awsrequest import AWSResponse
 from botocore.client import BaseClient
@@ -79,12 +86,52 @@ class _PooledWSGIServer(BaseWSGIServer):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+# The access key id of a SigV4 request: in its Authorization header, or a presigned URL's X-Amz-Credential.
+_CREDENTIAL = re.compile(r"^AWS4-HMAC-SHA256 +Credential=([^/,\s]+)/")
+
+
+def access_key_of(environ: dict[str, Any]) -> str | None:
+    """The access key id a request is signed with (SigV4), or None when it is not signed so."""
+    match = _CREDENTIAL.match(environ.get("HTTP_AUTHORIZATION", ""))
+    if match:
+        return match.group(1)
+    credential = parse_qs(environ.get("QUERY_STRING", "")).get("X-Amz-Credential")
+    return credential[0].split("/", 1)[0] if credential and "/" in credential[0] else None
+
+
+class CallerCheck:
+    """A WSGI app in front of moto's: a request signed with none of `access_key_ids` is answered 403, as AWS answers
+    an unknown key (in the JSON services' error shape when the request is theirs, else in S3's), and never reaches
+    moto."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], access_key_ids: Collection[str]):
+        self.app = app
+        self.access_key_ids = frozenset(access_key_ids)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if access_key_of(environ) in self.access_key_ids:
+            return self.app(environ, start_response)
+        LOG.warning("moto's port refused a %s from %s", environ.get("REQUEST_METHOD"), environ.get("REMOTE_ADDR"))
+        message = "The security token included in the request is invalid: only the embedded stack's own is accepted"
+        if environ.get("HTTP_X_AMZ_TARGET"):
+            body = json.dumps({"__type": "UnrecognizedClientException", "message": message}).encode()
+            content_type = "application/x-amz-json-1.0"
+        else:
+            body = f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code><Message>{message}</Message>"
+            body = (body + "</Error>").encode()
+            content_type = "application/xml"
+        start_response("403 Forbidden", [("Content-Type", content_type), ("Content-Length", str(len(body)))])
+        return [body]
+
+
 class MotoServer:
     """The part of ThreadedMotoServer's interface the stack uses: start, stop, get_host_and_port; and
-    `serve_in_process(session)` for the clients of a boto3 session."""
+    `serve_in_process(session)` for the clients of a boto3 session. Over the socket, only requests signed with one
+    of `access_key_ids` are served (None: every request, as moto's own server does)."""
 
-    def __init__(self, ip_address: str = "127.0.0.1", port: int = 0):
+    def __init__(self, ip_address: str = "127.0.0.1", port: int = 0, access_key_ids: Collection[str] | None = None):
         self._address = (ip_address, port)
+        self._access_key_ids = access_key_ids
         self._server: _PooledWSGIServer | None = None
         self._thread: threading.Thread | None = None
         self._in_process: InProcessTransport | None = None
@@ -118,7 +165,8 @@ class MotoServer:
 
     def start(self) -> None:
         app = DomainDispatcherApplication(create_backend_app)
-        self._server = _PooledWSGIServer(*self._address, app, handler=MotoRequestHandler)
+        served = app if self._access_key_ids is None else CallerCheck(app, self._access_key_ids)
+        self._server = _PooledWSGIServer(*self._address, served, handler=MotoRequestHandler)
         host, port = self.get_host_and_port()
         self._in_process = InProcessTransport(app, host, port)
         self._thread = threading.Thread(

@@ -23,8 +23,10 @@ from typing import Any, Self
 import boto3
 from moto.dynamodb.models import dynamodb_backends
 
-from canvas_local import heap, iam_calls, moto_patch, priority
+from canvas_local import credentials, heap, iam_calls, moto_patch, priority
+from canvas_local.credentials import StackCredentials
 from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
+from canvas_local.downloads import DownloadLinks, signing_key
 from canvas_local.events import ExecutionWatcher
 from canvas_local.faults import FaultInjector, Faults
 from canvas_local.faults import from_environment as faults_from_environment
@@ -110,6 +112,7 @@ class LocalStack:
         faults: Faults | None = None,
         retention_days: int | None = None,
         on_run_end: Callable[[RunEnd], None] | None = None,
+        public_url: str | None = None,
     ):
         if provider not in PROVIDERS:
             raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}")
@@ -130,6 +133,13 @@ class LocalStack:
         self.fault_injector: FaultInjector | None = None
         # Told of each run whose execution ended, once the rules on its ending have run (`canvas serve`'s console).
         self.on_run_end = on_run_end
+        # Where clients reach the API when not at the address they sent (a proxy): what download links start with.
+        self.public_url = public_url
+        # The only credentials moto's port accepts (canvas_local.credentials), new at each start.
+        self.credentials = StackCredentials.generate()
+        # The download links: S3's presigned GETs, minted and served by the stack (canvas_local.downloads).
+        self.downloads: DownloadLinks | None = None
+        self._published: Path | None = None
 
         self.accounts: dict[str, str] = {}  # api key -> account id
         self.generated_key: str | None = None
@@ -159,13 +169,12 @@ class LocalStack:
 
     @property
     def endpoint_url(self) -> str:
-        """moto's server: DynamoDB, S3 (presigned URLs point here) and Step Functions."""
+        """moto's server: DynamoDB, S3 and Step Functions, for the stack's own credentials only (never handed out:
+        download links point at the front door)."""
         if self._moto is None:
             raise RuntimeError("the stack is not started")
         host, port = self._moto.get_host_and_port()
         return f"http://{host}:{port}"
-
-    s3_url = endpoint_url
 
     @property
     def base_url(self) -> str:
@@ -183,8 +192,8 @@ class LocalStack:
             service,
             endpoint_url=self.endpoint_url,
             region_name=REGION,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            aws_access_key_id=self.credentials.access_key_id,
+            aws_secret_access_key=self.credentials.secret_access_key,
         )
 
     def logical_ids(self) -> dict[str, str]:
@@ -252,6 +261,7 @@ class LocalStack:
             self._install_disk_bodies()
             self._start_moto()
             environments = self._apply_environment(specs)
+            self._start_downloads()
             self.functions.update(
                 {
                     spec.logical_id: spec.local_function(self.function_concurrency, environments[spec.logical_id])
@@ -271,6 +281,7 @@ class LocalStack:
             self._start_retention()
             self._inject_faults()
             self._front_door.start()
+            self._published = credentials.publish(self.endpoint_url, self.credentials)
             # What start-up built (modules, the template, moto's models) lives as long as the stack: left out of
             # the collector's full passes, each costs a fraction (a pass over it took 0.3 s, stalling every run).
             gc.freeze()
@@ -284,6 +295,8 @@ class LocalStack:
         if self._front_door is not None:
             self._front_door.stop()
             self._front_door = None
+        credentials.withdraw(self._published)
+        self._published = None
         if self._moto is not None:
             self._end_runs_in_flight(grace_seconds)
         if self._watcher is not None:
@@ -305,6 +318,9 @@ class LocalStack:
             self._state.close()
             self._state = None
         moto_patch.uninstall(self._resolve_function)
+        if self.downloads is not None:
+            self.downloads.uninstall()
+            self.downloads = None
         moto_patch.uninstall_payload_limits()
         moto_patch.uninstall_quiet_stops()
         if self._calls is not None:
@@ -315,8 +331,8 @@ class LocalStack:
             self._moto.inject_faults(None)
         moto_patch.uninstall_item_level_transactions()
         if self._moto is not None:
-            moto_patch.disable_state_machine_execution(self.endpoint_url)
-            moto_patch.reset_backends(self.endpoint_url)
+            moto_patch.disable_state_machine_execution(self.endpoint_url, self.credentials.botocore())
+            moto_patch.reset_backends(self.endpoint_url, self.credentials.botocore())
             self._moto.stop()
             self._moto = None
         moto_patch.uninstall_untracked_models()
@@ -398,12 +414,31 @@ class LocalStack:
         return self.functions.get(name)
 
     def _start_moto(self) -> None:
-        # Port 0: the OS picks a free port, so a busy 5000 (moto's default) does not matter.
-        self._moto = MotoServer(ip_address="127.0.0.1", port=0)
+        # Port 0: the OS picks a free port, so a busy 5000 (moto's default) does not matter. Loopback only, and only
+        # for the stack's credentials (with Bedrock, its clients sign with the operator's, which moto's port takes).
+        callers = {self.credentials.access_key_id}
+        if self.provider == "bedrock" and os.environ.get("AWS_ACCESS_KEY_ID"):
+            callers.add(os.environ["AWS_ACCESS_KEY_ID"])
+        self._moto = MotoServer(ip_address="127.0.0.1", port=0, access_key_ids=callers)
         self._moto.start()
         # moto's backends are process-wide: start from nothing whatever ran before in this process.
-        moto_patch.reset_backends(self.endpoint_url)
-        moto_patch.enable_state_machine_execution(self.endpoint_url)
+        moto_patch.reset_backends(self.endpoint_url, self.credentials.botocore())
+        moto_patch.enable_state_machine_execution(self.endpoint_url, self.credentials.botocore())
+
+    def _start_downloads(self) -> None:
+        """S3's presigned GETs, done by the stack: the S3 clients built from now on mint links to the front door,
+        which serves them."""
+        assert self._front_door is not None
+        door = self._front_door
+        self.downloads = DownloadLinks(
+            signing_key(self.state_dir),
+            self.bucket_names,  # filled as the buckets are made
+            door_url=lambda: door.url,
+            s3=functools.cache(lambda: self.client("s3")),
+            public_url=self.public_url,
+        )
+        self.downloads.install(boto3.DEFAULT_SESSION)
+        door.downloads = self.downloads
 
     def _apply_environment(self, specs: list[FunctionSpec]) -> dict[str, dict[str, str]]:
         """Each function's environment, by logical id: what its template entry and Globals give it, then the
@@ -420,8 +455,8 @@ class LocalStack:
                 "AWS_ENDPOINT_URL": self.endpoint_url,
                 "AWS_DEFAULT_REGION": REGION,
                 "AWS_REGION": REGION,
-                "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_ACCESS_KEY_ID": self.credentials.access_key_id,
+                "AWS_SECRET_ACCESS_KEY": self.credentials.secret_access_key,
                 # moto's interpreter calls other services' integrations (e.g. dynamodb:putItem) on this port.
                 "MOTO_PORT": str(self._moto.get_host_and_port()[1]) if self._moto else "5000",
                 # Webhook events say they come from a development stack.

@@ -1,5 +1,5 @@
-"""The embedded stack over real HTTP: the front door's proxy events and error shapes, presigned S3 URLs on
-moto's loopback port, and `canvas serve` from start to Ctrl-C."""
+"""The embedded stack over real HTTP: the front door's proxy events and error shapes, presigned S3 URLs as
+signed links to the front door, and `canvas serve` from start to Ctrl-C."""
 
 from __future__ import annotations
 
@@ -117,19 +117,30 @@ def test_a_body_over_six_megabytes_is_refused(mini_stack):
     assert response.json()["success"] is False
 
 
-def test_a_presigned_get_downloads_from_moto_over_plain_http(mini_stack):
-    # Given an object in the template's bucket and a presigned GET minted by boto3
+def test_a_presigned_get_is_a_signed_link_to_the_front_door_not_to_moto(mini_stack):
+    # Given an object in the template's bucket and a presigned GET minted by boto3, as ArtifactStore mints one
     s3 = mini_stack.client("s3")
-    s3.put_object(Bucket="files-bucket", Key="artifacts/report.md", Body=b"# Report\n")
-    url = s3.generate_presigned_url("get_object", Params={"Bucket": "files-bucket", "Key": "artifacts/report.md"})
+    s3.put_object(Bucket="files-bucket", Key="artifacts/report.md", Body=b"# Report\n", ContentType="text/markdown")
+    url = s3.generate_presigned_url(
+        "get_object",
+        Params={
+            "Bucket": "files-bucket",
+            "Key": "artifacts/report.md",
+            "ResponseContentDisposition": 'attachment; filename="report.md"',
+        },
+        ExpiresIn=600,
+    )
 
     # When a plain HTTP client follows it
     response = httpx.get(url)
 
-    # Then it downloads the bytes, from a path-style URL on moto's loopback port
-    assert url.startswith(f"{mini_stack.s3_url}/files-bucket/artifacts/report.md?")
+    # Then it downloads the bytes under their name, from the front door: moto's port is never handed out
+    assert url.startswith(f"{mini_stack.base_url}/downloads/files-bucket/artifacts/report.md?")
+    assert mini_stack.endpoint_url not in url
     assert response.status_code == 200
     assert response.content == b"# Report\n"
+    assert response.headers["Content-Type"] == "text/markdown"
+    assert response.headers["Content-Disposition"] == 'attachment; filename="report.md"'
 
 
 def test_canvas_serve_prints_its_url_and_key_then_stops_cleanly_on_ctrl_c():
@@ -168,7 +179,7 @@ def test_operator_settings_in_the_environment_win_over_the_templates(local_stack
         assert function.environment["WRITER_MODEL_ID"] == "llama3.2"
         assert function.environment["MODEL_PROVIDER"] == "openai"
         assert function.environment["AWS_ENDPOINT_URL"] == stack.endpoint_url
-        assert function.environment["AWS_ACCESS_KEY_ID"] == "testing"
+        assert function.environment["AWS_ACCESS_KEY_ID"] == stack.credentials.access_key_id
         assert function.environment["TASKS_TABLE_NAME"] == "TasksTable"
     # And the process's own environment (the stack's calls, a test's) holds them too
     assert os.environ["OPENAI_BASE_URL"] == "http://127.0.0.1:11434/v1"
