@@ -65,6 +65,10 @@ _.space_after
 _.space_before
 _.line_spacing
 _.orientation
+_.fitToWidth
+_.fitToHeight
+_.pageSetUpPr
+_.print_title_rows
 _.left_indent
 _.first_line_indent
 _.keep_with_next

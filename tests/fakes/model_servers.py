@@ -257,9 +257,18 @@ class FakeBedrock(_FakeServer):
     def _answer(self, call: Call, text: str) -> dict[str, Any]:
         text, cut = self._generate(call, text)
         used_in, used_out = input_tokens(call), tokens(text)
+        tools = call.body.get("toolConfig", {}).get("tools", [])
+        content: list[dict[str, Any]] = [{"text": text}]
+        try:
+            given = json.loads(text) if tools and not cut else None
+        except json.JSONDecodeError:
+            given = None  # a model that answers in words despite the forced tool
+        if isinstance(given, dict):
+            name = tools[0]["toolSpec"]["name"]
+            content = [{"toolUse": {"toolUseId": "tooluse_fake", "name": name, "input": given}}]
         return {
-            "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-            "stopReason": "max_tokens" if cut else "end_turn",
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": "max_tokens" if cut else "tool_use" if isinstance(given, dict) else "end_turn",
             "usage": {"inputTokens": used_in, "outputTokens": used_out, "totalTokens": used_in + used_out},
             "metrics": {"latencyMs": 12},
         }

@@ -19,7 +19,9 @@ from canvas_core.analysis.engine import AnalysisError, load_file, load_rows, run
 from canvas_core.analysis.findings import number, percent
 from canvas_core.analysis.plan import AnalysisPlan, Measure, check_plan
 from canvas_core.analysis.rules import plan_by_rules
+from canvas_core.providers.structured import complete_structured
 from canvas_core.render.xlsx import DataSheet, WorkbookSpec, check_xlsx, render_workbook
+from tests.fakes.recording_provider import RecordingProvider
 
 pytestmark = pytest.mark.unit
 
@@ -120,17 +122,31 @@ def test_a_table_of_one_row_per_item_has_nothing_to_group():
     assert analyse(dataset, "which place has the largest range?") is None
 
 
+def text_model(reply: str):
+    """A structured ask answered by a model that only writes text: `reply`, read and checked against the schema."""
+
+    def ask(prompt: str, schema):
+        provider = RecordingProvider(answers=[reply])
+        return complete_structured(provider, system="", prompt=prompt, role="analyst", schema=schema).value
+
+    return ask
+
+
 def test_a_models_plan_runs_when_it_fits_the_schema_and_only_sees_a_sample():
     # Given a model that answers with a plan naming real columns
     [dataset] = load_file("orders.csv", "csv", as_csv(orders()))
     asked: list[str] = []
 
-    def model(prompt: str) -> str:
+    model = text_model(
+        json.dumps({"measures": [{"column": "quantity", "aggregate": "sum"}], "dimensions": ["category"]})
+    )
+
+    def ask(prompt: str, schema):
         asked.append(prompt)
-        return json.dumps({"measures": [{"column": "quantity", "aggregate": "sum"}], "dimensions": ["category"]})
+        return model(prompt, schema)
 
     # When
-    analysis = analyse(dataset, "units per category", model)
+    analysis = analyse(dataset, "units per category", ask)
     # Then the model's plan ran, and the prompt held the schema and a few rows, not the table
     assert analysis is not None and analysis.plan.chosen_by == "model"
     assert analysis.plan.measures == [Measure(column="quantity", aggregate="sum")]
@@ -142,13 +158,13 @@ def test_a_models_plan_runs_when_it_fits_the_schema_and_only_sees_a_sample():
     [
         ('{"measures": [{"column": "profit"}], "dimensions": ["store"]}', "measure 'profit' is not a column"),
         ('{"measures": [{"column": "store"}]}', "measure 'store' holds text, not numbers"),
-        ("I would sum the sales.", "the answer holds no JSON object"),
+        ("I would sum the sales.", "the answer holds no valid JSON"),
         ('{"measures": []}', "measures"),
     ],
 )
 def test_an_invalid_model_plan_falls_back_to_the_rules_with_the_reason(answer, reason):
     [dataset] = load_file("orders.csv", "csv", as_csv(orders()))
-    analysis = analyse(dataset, "net sales by store", lambda prompt: answer)
+    analysis = analyse(dataset, "net sales by store", text_model(answer))
     assert analysis is not None and analysis.plan.chosen_by == "rules"
     assert analysis.plan.measures[0].column == "net_sales_usd"
     assert reason in analysis.notes[0] and reason in analysis.findings[-1]

@@ -5,6 +5,7 @@ whose answers are computed here by hand or in plain Python."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import statistics
 
 import pytest
@@ -13,6 +14,8 @@ from canvas_core.analysis.answers import answer_questions
 from canvas_core.analysis.engine import AnalysisError, load_file, load_rows
 from canvas_core.analysis.query import AnalysisQuery, Comparison, Filter, Measure, Period, Ranking, run_query
 from canvas_core.analysis.questions import read_question, split_questions
+from canvas_core.providers.structured import complete_structured
+from tests.fakes.recording_provider import RecordingProvider
 
 pytestmark = pytest.mark.unit
 
@@ -202,16 +205,26 @@ def test_awkward_tables_get_an_answer_never_an_error():
     assert "cannot" in first_line(empty, "What is the average price?")
 
 
+def asking(reply: str, shown: list[str]):
+    """A structured ask answered by a text-only model with `reply`, recording the prompts it was shown."""
+
+    def ask(prompt: str, schema):
+        shown.append(prompt)
+        model = RecordingProvider(answers=[reply])
+        return complete_structured(model, system="", prompt=prompt, role="analyst", schema=schema).value
+
+    return ask
+
+
 def test_a_models_query_is_used_when_it_fits_its_table_and_never_sees_the_rows():
     # Given a model that reads the question into a median by city, and records what it was shown
     shown: list[str] = []
 
-    def model(prompt: str) -> str:
-        shown.append(prompt)
-        return '{"table": "shops.csv", "measure": {"aggregate": "median", "column": "takings"}, "dimensions": ["city"]}'
+    query = {"table": "shops.csv", "measure": {"aggregate": "median", "column": "takings"}, "dimensions": ["city"]}
+    reply = json.dumps({"query": query})
 
     # When a question is answered with it
-    answers = answer_questions([shops()], "What do shops typically take in each city?", complete=model)
+    answers = answer_questions([shops()], "What do shops typically take in each city?", ask=asking(reply, shown))
     # Then its query computed the answer, and it saw the columns and a few values, not the rows
     assert answers.items[0].sentence.startswith("The median takings by city: Cork (130.00); Dublin (70.00)")
     assert answers.notes == []
@@ -221,13 +234,14 @@ def test_a_models_query_is_used_when_it_fits_its_table_and_never_sees_the_rows()
 @pytest.mark.parametrize(
     ("reply", "reason"),
     [
-        ("I think the answer is 42", "the answer holds no JSON object"),
-        ('{"table": "shops.csv", "measure": {"aggregate": "sum", "column": "profit"}}', "'profit' is not a column"),
-        ('{"table": "other.csv", "measure": {"aggregate": "sum"}}', "names the table 'other.csv'"),
-        ('{"table": "shops.csv", "measure": {"aggregate": "mode", "column": "takings"}}', "measure.aggregate"),
+        ("I think the answer is 42", "the answer holds no valid JSON"),
+        ('{"query": {"table": "shops.csv", "measure": {"column": "profit"}}}', "'profit' is not a column"),
+        ('{"query": {"table": "other.csv", "measure": {"aggregate": "sum"}}}', "names the table 'other.csv'"),
+        ('{"query": {"table": "shops.csv", "measure": {"aggregate": "mode"}}}', "query.measure.aggregate"),
+        ('{"query": null, "cannot": "no idea"}', "the model said the data cannot answer it (no idea)"),
     ],
 )
 def test_a_models_query_that_does_not_fit_is_refused_and_the_rules_answer_saying_why(reply, reason):
-    answers = answer_questions([shops()], "What were total takings in Dublin?", complete=lambda _: reply)
+    answers = answer_questions([shops()], "What were total takings in Dublin?", ask=asking(reply, []))
     assert answers.items[0].sentence.startswith("The total takings in Dublin is 1,037"), answers.items[0].sentence
     assert len(answers.notes) == 1 and reason in answers.notes[0] and "rules read the question" in answers.notes[0]

@@ -105,7 +105,7 @@ def test_an_analysis_plan_that_is_no_json_is_noted_and_a_valid_one_is_not():
     table = NodeItem(canvas_id="c", block_id="b1", name="Sales", type="table-block", content=SALES)
     refused = _ctx("text-block", _Model("I would sum the revenue by region."), inputs=[table])
     run_analyses(refused, "Summarise the sales")
-    assert len(refused.notes) == 1 and "holds no JSON object" in refused.notes[0]
+    assert len(refused.notes) == 1 and "holds no valid JSON" in refused.notes[0]
     valid = '{"measures": [{"column": "revenue", "aggregate": "sum"}], "dimensions": ["region"]}'
     used = _ctx("text-block", _Model(valid), inputs=[table])
     assert [a.plan.chosen_by for a in run_analyses(used, "Summarise the sales")] == ["model"]

@@ -366,7 +366,9 @@ def test_web_research_reads_results_and_notes_each_source(monkeypatch):
     )
     monkeypatch.setattr("canvas_core.blocks.research.get_search_provider", lambda settings: search)
     monkeypatch.setattr(web_research, "Fetcher", fetcher)
-    model = ScriptedModel(lambda p: '["tide pool animals", "tide pool ecology"]' if "JSON array" in p else "- noted")
+    model = ScriptedModel(
+        lambda p: '{"queries": ["tide pool animals", "tide pool ecology"]}' if "web search queries" in p else "- noted"
+    )
     ctx = context("web-research-block", provider=model)
     out = web_research.run(ctx)
     assert search.queries == ["tide pool animals", "tide pool ecology"]
@@ -396,8 +398,8 @@ def test_research_whose_queries_are_not_the_json_asked_for_searches_the_task_and
     # Then the task itself was searched, and both fallbacks are noted for the run's errors
     assert search.queries[0] == "Research tide pools"
     assert ctx.notes == [
-        "The model's answer held no JSON array of search queries; the task itself was searched",
-        "The model's answer on whether to search further was not the JSON asked for; "
+        "The model's search queries could not be used (the answer holds no valid JSON); the task itself was searched",
+        "The model's decision on whether to search further could not be used (the answer holds no valid JSON); "
         "the next queries, if any, came from the new sources' key terms",
     ]
 
@@ -455,11 +457,11 @@ def test_deep_research_goes_round_by_round_and_reports_with_citations(monkeypatc
     )
     monkeypatch.setattr("canvas_core.blocks.research.get_search_provider", lambda settings: search)
     monkeypatch.setattr(deep_research, "Fetcher", fetcher)
-    decisions = iter(['{"continue": true, "queries": ["tide pool crabs"]}', '{"continue": false}'])
+    decisions = iter(['{"search_more": true, "queries": ["tide pool crabs"]}', '{"search_more": false, "queries": []}'])
 
     def answer(prompt: str) -> str:
-        if "JSON array" in prompt:
-            return '["tide pool anemones"]'
+        if "web search queries" in prompt:
+            return '{"queries": ["tide pool anemones"]}'
         if "decide whether more searching" in prompt:
             return next(decisions)
         if prompt.startswith("Write a research report"):
@@ -493,7 +495,7 @@ def test_deep_research_stops_at_its_budget(monkeypatch):
     monkeypatch.setattr(deep_research, "Fetcher", fetcher)
     monkeypatch.setenv("DEEP_RESEARCH_MAX_STEPS", "3")
     always_more = ScriptedModel(
-        lambda p: f'{{"continue": true, "queries": ["more {len(fetcher.fetched)}"]}}' if "decide" in p else "- n"
+        lambda p: f'{{"search_more": true, "queries": ["more {len(fetcher.fetched)}"]}}' if "decide" in p else "- n"
     )
     ctx = context("deep-research-block", provider=always_more)
     out = deep_research.run(ctx)

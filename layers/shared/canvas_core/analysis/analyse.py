@@ -3,26 +3,22 @@ run in the engine, described in sentences."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from canvas_core.analysis.answers import answer_questions
 from canvas_core.analysis.engine import Dataset, run_plan
 from canvas_core.analysis.findings import Analysis, describe
+from canvas_core.analysis.model import Ask as PlanAsk
 from canvas_core.analysis.model import plan_by_model
 from canvas_core.analysis.plan import AnalysisPlan
 from canvas_core.analysis.rules import plan_by_rules
 
 
-def analyse(dataset: Dataset, request: str, complete: Callable[[str], str] | None = None) -> Analysis | None:
+def analyse(dataset: Dataset, request: str, ask: PlanAsk | None = None) -> Analysis | None:
     """The analysis of a loaded table for a request; None when the table has no column to measure or nothing to
     group (one row per item: the table already says what a breakdown would). `complete` asks a model for the
     plan; without it (the offline provider) the rules choose."""
     if not _worth_planning(dataset):
         return None
-    if complete is not None:
-        plan = plan_by_model(request, dataset, complete)
-    else:
-        plan = plan_by_rules(request, dataset.columns)
+    plan = plan_by_model(request, dataset, ask) if ask is not None else plan_by_rules(request, dataset.columns)
     if plan is None or not _groups_rows(dataset, plan):
         return None
     analysis = Analysis(dataset=dataset, plan=plan, results=run_plan(dataset, plan))

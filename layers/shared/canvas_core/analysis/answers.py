@@ -7,13 +7,13 @@ opens the run's answer and whose items carry each question's query and result fo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from canvas_core.analysis.engine import AnalysisError, Dataset
 from canvas_core.analysis.findings import number, percent, unit_of
 from canvas_core.analysis.instructions import Revision, apply_revision, read_revision
+from canvas_core.analysis.model_queries import Ask as QueryAsk
 from canvas_core.analysis.model_queries import read_question_by_model
 from canvas_core.analysis.query import (
     AnalysisQuery,
@@ -57,16 +57,16 @@ class Answers:
 
 
 def answer_questions(
-    datasets: list[Dataset], prompt: str, instructions: str = "", complete: Callable[[str], str] | None = None
+    datasets: list[Dataset], prompt: str, instructions: str = "", ask: QueryAsk | None = None
 ) -> Answers:
     """Each question the prompt asks of the tables, answered; `instructions` (a re-run's, an approval's, the
-    requester's) revise every query: a filter, an aggregate, a period. `complete` asks a model to read each
-    question into its query (checked; the rules read it when the model's is refused); without it, rules do."""
+    requester's) revise every query: a filter, an aggregate, a period. `ask` has a model read each question into
+    its query (a structured answer, checked; the rules read it when the model's is refused); without it, rules do."""
     revision = read_revision(instructions, datasets) if instructions.strip() else None
     answers = Answers(revision=revision)
     for question in split_questions(prompt):
-        if complete is not None and read_question(question, datasets).dataset is not None:
-            asked = read_question_by_model(question, datasets, complete)
+        if ask is not None and read_question(question, datasets).dataset is not None:
+            asked = read_question_by_model(question, datasets, ask)
             answers.notes += asked.notes
         else:
             asked = read_question(question, datasets)

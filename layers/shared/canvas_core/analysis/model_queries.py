@@ -1,45 +1,57 @@
 """A question read into a query by a model: it sees the question, each table's columns (name, kind, a few of a text
 column's values, a date column's first and last day) and the query's JSON schema, never the rows, and answers
-with one query. The query runs only once it has been read into `AnalysisQuery` and checked against its table
-(`check_query`); otherwise the rules read the question (questions.py) and the reason is kept for the run's
+with one query, a structured answer constrained to the query's JSON schema where the provider can
+(providers/structured.py). The query runs only once it has been read into `AnalysisQuery` and checked against its
+table (`check_query`); otherwise the rules read the question (questions.py) and the reason is kept for the run's
 errors."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
-from pydantic import ValidationError
+from pydantic import BaseModel, Field
 
 from canvas_core.analysis.engine import Dataset
 from canvas_core.analysis.query import AnalysisQuery, check_query, date_bounds
 from canvas_core.analysis.questions import Asked, read_question
+from canvas_core.providers.structured import StructuredOutputError
 
 VALUES_SHOWN = 8
 ASK = (
-    "Read the question below into one analysis query over one of the tables. Answer with one JSON object that "
-    "follows the schema and nothing else. Name columns exactly as listed. A measure with no column counts rows. "
-    "Sum what adds up (amounts, counts), average what does not (prices, scores). If the tables cannot answer the "
-    'question (a measure or a period they do not hold), answer {"cannot": "<what is missing>"} instead.'
+    "Read the question below into one analysis query over one of the tables: set `query`, naming columns exactly "
+    "as listed (a measure with no column counts rows; sum what adds up, such as amounts and counts, and average "
+    "what does not, such as prices and scores), and leave `cannot` null. If the tables cannot answer the question "
+    "(a measure or a period they do not hold), leave `query` null and say in `cannot` what is missing."
 )
 
 
-def read_question_by_model(question: str, datasets: list[Dataset], complete: Callable[[str], str]) -> Asked:
+class QueryAnswer(BaseModel):
+    """What the model is asked for: the question's query, or what the tables lack to answer it."""
+
+    query: AnalysisQuery | None = None
+    cannot: str | None = Field(default=None, max_length=300)
+
+
+class Ask(Protocol):
+    """A structured model call (BlockContext.structured): the prompt and the schema in, an instance out, or
+    StructuredOutputError."""
+
+    def __call__(self, prompt: str, schema: type[QueryAnswer]) -> QueryAnswer: ...
+
+
+def read_question_by_model(question: str, datasets: list[Dataset], ask: Ask) -> Asked:
     """The model's query when it is valid for its table, else the rules' reading with the reason."""
-    schema = json.dumps(AnalysisQuery.model_json_schema(), separators=(",", ":"))
-    prompt = f"{ASK}\n\nQuestion: {question}\n\nTables:\n{_tables(datasets)}\n\nJSON schema of the query:\n{schema}"
+    prompt = f"{ASK}\n\nQuestion: {question}\n\nTables:\n{_tables(datasets)}"
     problem = ""
     try:
-        answer = _json_object(complete(prompt))
-        if isinstance(answer, dict) and isinstance(answer.get("cannot"), str) and answer["cannot"].strip():
+        answer = ask(prompt, QueryAnswer)
+        if answer.query is None:
             fallback = read_question(question, datasets)
             if fallback.query is None:
                 return fallback  # the rules agree: the data cannot answer it
-            problem = f"the model said the data cannot answer it ({answer['cannot'].strip()[:200]})"
+            problem = f"the model said the data cannot answer it ({(answer.cannot or 'no query').strip()[:200]})"
         else:
-            query = AnalysisQuery.model_validate(answer)
+            query = answer.query
             dataset = next((d for d in datasets if d.name == query.table), None)
             if dataset is None:
                 problem = f"it names the table {query.table!r}, which the run does not have"
@@ -48,8 +60,8 @@ def read_question_by_model(question: str, datasets: list[Dataset], complete: Cal
             else:
                 asked = read_question(question, [dataset])
                 return Asked(question=question, dataset=dataset, query=query, extreme=asked.extreme)
-    except (ValueError, ValidationError) as exc:
-        problem = _reason(exc)
+    except StructuredOutputError as exc:
+        problem = str(exc)
     asked = read_question(question, datasets)
     asked.notes.append(f"The model's query for “{question[:120]}” was refused ({problem}); rules read the question.")
     return asked
@@ -79,17 +91,3 @@ def _some_values(dataset: Dataset, column: str) -> list[str]:
         f"LIMIT {VALUES_SHOWN}"
     ).fetchall()
     return [str(r[0]) for r in rows]
-
-
-def _json_object(text: str) -> Any:
-    match = re.search(r"\{.*\}", text or "", re.DOTALL)
-    if not match:
-        raise ValueError("the answer holds no JSON object")
-    return json.loads(match.group(0))
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-    return str(exc).splitlines()[0]

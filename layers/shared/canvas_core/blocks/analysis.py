@@ -6,7 +6,9 @@ answer show these results, so every number they state is the engine's. Not a blo
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from canvas_core.agents.material import Section as MaterialSection
 from canvas_core.analysis.analyse import analyse
@@ -34,12 +36,7 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
     """The analyses of the run's tables for `request` (at most three tables, uploads first): each question the
     request asks answered first (analysis/answers.py), from the tables it is about; then each such table's
     breakdowns. Instructions given after planning (an approval's, a re-run's) revise every figure."""
-    complete = None
-    if getattr(ctx.provider, "name", "") != "offline":
-
-        def complete(prompt: str) -> str:
-            return ctx.complete(prompt, role="analyst").text
-
+    ask = _structured_ask(ctx) if ctx.asks_model else None
     datasets = _datasets(ctx)
     revised = revision_text(ctx)
     if ctx.node.revision and request.strip() == ctx.node.revision.strip():
@@ -49,7 +46,7 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
     if revision is not None:
         for dataset in datasets:
             kept += revise_dataset(dataset, revision)
-    answers = answer_questions(datasets, request, revised, complete)
+    answers = answer_questions(datasets, request, revised, ask)
     for note in answers.notes:
         ctx.note(note)
     if answers.items:
@@ -61,7 +58,7 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
         try:
             # The questions' own queries were the model's to read; the breakdowns beside them are the rules' (one
             # model call a question, not one more for the supporting detail).
-            analysis = analyse(dataset, request, None if answers.items else complete)
+            analysis = analyse(dataset, request, None if answers.items else ask)
         except AnalysisError:
             analysis = None  # a table the engine cannot compute over is shown as it is, as before the analysis
         if analysis is None and mine:
@@ -84,6 +81,15 @@ def run_analyses(ctx: BlockContext, request: str) -> list[Analysis]:
         if analysis.plan.chosen_by == "rules" and analysis.plan.note:
             ctx.note(f"{analysis.source}: {analysis.plan.note}")
     return found
+
+
+def _structured_ask(ctx: BlockContext) -> Any:
+    """The analyst's structured model call: a prompt and a schema in, the schema's instance out."""
+
+    def ask(prompt: str, schema: type[BaseModel]) -> BaseModel:
+        return ctx.structured(prompt, schema, role="analyst")
+
+    return ask
 
 
 def revision_text(ctx: BlockContext) -> str:

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.agents.personas import system_prompt
 from canvas_core.clock import new_id
 from canvas_core.models.items import Artifact, NodeItem, RunItem, Source
 from canvas_core.observability import logger
 from canvas_core.providers.base import AnswerCutError, Completion, ModelProvider, provider_name
+from canvas_core.providers.structured import StructuredOutputError, complete_structured
 
 # Asked after an answer cut at the cap: words are about three quarters of a token, so half the cap in words leaves
 # room for the model's own overrun.
@@ -97,6 +100,24 @@ class BlockContext:
             completion = self.provider.complete(system=system, prompt=shorter, role=role)
         self.usage.record(completion)
         return completion
+
+    def structured[T: BaseModel](self, prompt: str, schema: type[T], role: str, system: str | None = None) -> T:
+        """One model call whose answer is an instance of `schema` (constrained to it where the provider can:
+        providers/structured.py), recorded in this block's usage. StructuredOutputError when the answer is not one
+        (cut at the cap included), for the caller to fall back on and say why."""
+        system = system or self.system_prompt()
+        try:
+            answer = complete_structured(self.provider, system=system, prompt=prompt, role=role, schema=schema)
+        except StructuredOutputError as exc:
+            if exc.completion is not None:
+                self.usage.record(exc.completion)
+            raise
+        except AnswerCutError as exc:
+            raise StructuredOutputError(f"the answer was cut off at the output cap of {exc.cap} tokens") from exc
+        self.usage.record(answer.completion)
+        if answer.unconstrained:
+            self.note(f"A structured answer was asked without its schema's constraint ({answer.unconstrained})")
+        return answer.value
 
     def save_artifact(self, name: str, kind: str, data: bytes, content_type: str) -> Artifact:
         """Store a file this block produced under the account and run; it becomes a downloadable artifact."""

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from pydantic import BaseModel, Field
 
 from canvas_core.blocks.context import BlockContext, BlockOutput
 from canvas_core.blocks.research import (
     NO_SEARCH_PROVIDER,
     Note,
-    json_value,
     key_terms,
     plain_query,
     plan_queries,
@@ -31,6 +33,7 @@ from canvas_core.errors import BlockFatalError, StorageError
 from canvas_core.gather.fetch import Fetcher
 from canvas_core.gather.index import Bm25Index, Chunk, Hit, index_key
 from canvas_core.gather.search import SearchProvider
+from canvas_core.providers.structured import StructuredOutputError
 from canvas_core.settings import GatherSettings, gather_settings
 
 QUERIES_PER_ROUND = 3
@@ -121,25 +124,33 @@ def _research_round(
     return found
 
 
+class ResearchDecision(BaseModel):
+    """Whether to search further, and with which queries (a structured answer: providers/structured.py)."""
+
+    search_more: bool
+    queries: list[Annotated[str, Field(min_length=2, max_length=200)]] = Field(max_length=QUERIES_PER_ROUND)
+
+
 def _next_queries(ctx: BlockContext, task: str, notes: list[Note], found: list[Note], ran: list[str]) -> list[str]:
     digest = "\n".join(f"- {n.title}: {n.text[:300]}" for n in notes[-20:])
-    answer = ctx.complete(
-        "You are researching the task below. Given the notes so far, decide whether more searching would "
-        'improve the report. Answer with JSON only: {"continue": true or false, "queries": [new queries]}.'
-        f"\nQueries already run: {ran}\n\nTask: {task}\n\nNotes so far:\n{digest}",
-        role="researcher",
-    ).text
-    decision = json_value(answer, dict)
-    if isinstance(decision, dict) and isinstance(decision.get("continue"), bool):
-        if not decision["continue"]:
+    try:
+        decision = ctx.structured(
+            "You are researching the task below. Given the notes so far, decide whether more searching would "
+            "improve the report (`search_more`), and if so with which new queries."
+            f"\nQueries already run: {ran}\n\nTask: {task}\n\nNotes so far:\n{digest}",
+            ResearchDecision,
+            role="researcher",
+        )
+    except StructuredOutputError as exc:
+        # Not a decision: follow what the new sources talk about that the queries did not ask yet.
+        ctx.note(
+            f"The model's decision on whether to search further could not be used ({exc}); "
+            "the next queries, if any, came from the new sources' key terms"
+        )
+    else:
+        if not decision.search_more:
             return []
-        queries = [q for q in decision.get("queries") or [] if isinstance(q, str) and q.strip() and q not in ran]
-        return queries[:QUERIES_PER_ROUND]
-    # Not the asked shape: follow what the new sources talk about that the queries did not ask yet.
-    ctx.note(
-        "The model's answer on whether to search further was not the JSON asked for; "
-        "the next queries, if any, came from the new sources' key terms"
-    )
+        return [q for q in decision.queries if q.strip() and q not in ran][:QUERIES_PER_ROUND]
     base = plain_query(task, words=8)
     terms = key_terms(" ".join(n.text for n in found), exclude=" ".join([task, *ran]), count=2)
     return [q for q in (f"{base} {t}" for t in terms) if q not in ran]

@@ -9,6 +9,9 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import BaseModel, Field
 
 from canvas_core.blocks.context import BlockContext
 from canvas_core.errors import BlockFatalError, BlockRetryableError
@@ -17,9 +20,11 @@ from canvas_core.gather.index import STOPWORDS
 from canvas_core.gather.pages import PageError, WebPage, read_page, urls_in
 from canvas_core.gather.search import SearchError, SearchProvider, SearchResult, get_search_provider
 from canvas_core.models.items import Source
+from canvas_core.providers.structured import StructuredOutputError
 from canvas_core.settings import GatherSettings
 
 NOTE_SOURCE_CHARS = 12_000
+MAX_QUERIES = 8  # a structured answer's list is bounded: a small model runs on otherwise
 
 
 @dataclass
@@ -64,17 +69,28 @@ def task_of(ctx: BlockContext) -> str:
     return (ctx.node.instructions or ctx.run.prompt).strip()
 
 
+class SearchQueries(BaseModel):
+    """The search queries a model writes for a task (a structured answer: providers/structured.py)."""
+
+    queries: list[Annotated[str, Field(min_length=2, max_length=200)]] = Field(max_length=MAX_QUERIES)
+
+
 def plan_queries(ctx: BlockContext, task: str, count: int, known: list[str] | None = None) -> list[str]:
-    """Search queries for a task: asked of the model as a JSON array, else the task itself."""
+    """Search queries for a task: asked of the model as a structured answer, else the task itself."""
     avoid = f"\nQueries already run (do not repeat them): {json.dumps(known)}" if known else ""
-    completion = ctx.complete(
-        f"Write up to {count} web search queries that together find good sources for this task. "
-        f"Answer with a JSON array of strings and nothing else.{avoid}\n\nTask: {task}",
-        role="researcher",
-    )
-    queries = [q for q in json_value(completion.text, list) or [] if isinstance(q, str) and q.strip()]
+    try:
+        answer = ctx.structured(
+            f"Write up to {count} web search queries that together find good sources for this task.{avoid}"
+            f"\n\nTask: {task}",
+            SearchQueries,
+            role="researcher",
+        )
+        queries = [q for q in answer.queries if q.strip()]
+        reason = "it held no query"
+    except StructuredOutputError as exc:
+        queries, reason = [], str(exc)
     if not queries:
-        ctx.note("The model's answer held no JSON array of search queries; the task itself was searched")
+        ctx.note(f"The model's search queries could not be used ({reason}); the task itself was searched")
     queries = [" ".join(q.split())[:200] for q in queries if q not in (known or [])][:count]
     return queries or [plain_query(task)]
 
@@ -95,23 +111,6 @@ def key_terms(text: str, exclude: str = "", count: int = 3) -> list[str]:
         if word not in STOPWORDS and word not in excluded:
             counts[word] = counts.get(word, 0) + 1
     return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:count]]
-
-
-def json_value[T](text: str, kind: type[T]) -> T | None:
-    """The first JSON value of `kind` in a model's answer (fenced or bare), or None."""
-    decoder = json.JSONDecoder()
-    opener = "[" if kind is list else "{"
-    start = text.find(opener)
-    while start >= 0:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find(opener, start + 1)
-            continue
-        if isinstance(value, kind):
-            return value
-        start = text.find(opener, start + 1)
-    return None
 
 
 def search(ctx: BlockContext, provider: SearchProvider, query: str, limit: int) -> list[SearchResult]:

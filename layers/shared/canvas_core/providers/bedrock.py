@@ -11,6 +11,10 @@ may still be generating it): `BlockFatalError`; one that could not connect is re
 `stopReason: "max_tokens"` was cut at the cap: `AnswerCutError`, not used.
 `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` points it elsewhere (a test's fake server, a VPC endpoint).
 
+Structured answers (`complete_structured`, providers/structured.py) go through Converse's tool use: one tool whose
+`inputSchema` is the schema, and `toolChoice` forcing it; the tool call's input is the answer. A model that does not
+take tools (Bedrock refuses the request) is asked without, for the rest of the container.
+
 Besides text, a multimodal model describes an image (`describe_image`, a Converse image block), and the image
 model that `IMAGE_MODEL_ID` names draws one (`generate_image`, InvokeModel with the TEXT_IMAGE request).
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -26,12 +31,14 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, ReadTimeoutError
+from pydantic import BaseModel
 
 from canvas_core.errors import BlockFatalError
 from canvas_core.observability import tracer
 from canvas_core.providers.base import AnswerCutError, Completion, fit_input
 from canvas_core.providers.retry import TransientError, retry_backoff_seconds, with_retries
 from canvas_core.providers.roles import call_timeout_seconds, max_output_tokens, model_for_role
+from canvas_core.providers.structured import refused_constraint, schema_text, strict_schema
 from canvas_core.settings import provider_settings
 
 RETRYABLE_CODES = frozenset(
@@ -46,6 +53,8 @@ RETRYABLE_CODES = frozenset(
     }
 )
 IMAGE_FORMATS = frozenset({"png", "jpeg", "gif", "webp"})  # what a Converse image block takes
+# Models that refused tool use, and what Bedrock said (learnt once per container).
+_NO_TOOLS: dict[str, str] = {}
 
 
 @lru_cache(maxsize=8)  # a client per endpoint and read timeout: a few roles' caps, the image model's
@@ -88,6 +97,28 @@ class BedrockProvider:
         block = {"image": {"format": image_format, "source": {"bytes": image}}}
         return self._converse(model_id, role, system, [block, {"text": fit_input(system, prompt)}])
 
+    def complete_structured(
+        self, *, system: str, prompt: str, role: str, schema: type[BaseModel], name: str
+    ) -> tuple[Completion, str]:
+        """An answer constrained to `schema` through a forced tool (its input as the text), and why it was not
+        constrained when not."""
+        model_id = self.model_for(role)
+        tool = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "answer"
+        if model_id in _NO_TOOLS:
+            ask = (
+                f"{prompt}\n\nAnswer with one JSON object of this JSON schema, and nothing else:\n{schema_text(schema)}"
+            )
+            return self._converse(model_id, role, system, [{"text": fit_input(system, ask)}]), _NO_TOOLS[model_id]
+        tools = tool_config(tool, schema)
+        ask = f"{prompt}\n\nAnswer by calling the tool {tool}."
+        try:
+            return self._converse(model_id, role, system, [{"text": fit_input(system, ask)}], tools), ""
+        except BlockFatalError as exc:
+            if not refused_constraint(str(exc)) or isinstance(exc, AnswerCutError):
+                raise
+            _NO_TOOLS[model_id] = f"the model refused the schema's tool: {str(exc)[:200]}"
+            return self.complete_structured(system=system, prompt=prompt, role=role, schema=schema, name=name)
+
     @property
     def generate_image(self) -> Callable[..., tuple[bytes, str]] | None:
         """`generate_image(*, prompt, width, height) -> (image bytes, model id)` with the image model IMAGE_MODEL_ID
@@ -98,13 +129,22 @@ class BedrockProvider:
         return BedrockImageModel(model_id, self._runtime, self.attempts, self.backoff_seconds).generate_image
 
     @tracer.capture_method
-    def _converse(self, model_id: str, role: str, system: str, content: list[dict[str, Any]]) -> Completion:
+    def _converse(
+        self,
+        model_id: str,
+        role: str,
+        system: str,
+        content: list[dict[str, Any]],
+        tools: dict[str, Any] | None = None,
+    ) -> Completion:
         cap = self.max_tokens or max_output_tokens(role)
         request: dict[str, Any] = {
             "modelId": model_id,
             "messages": [{"role": "user", "content": content}],
             "inferenceConfig": {"maxTokens": cap},
         }
+        if tools:
+            request["toolConfig"] = tools
         if system:
             request["system"] = [{"text": system}]
         response = call_bedrock(
@@ -119,12 +159,30 @@ class BedrockProvider:
             raise AnswerCutError(model_id, role, cap)
         answer = response.get("output", {}).get("message", {}).get("content", [])
         usage = response.get("usage", {})
+        used = [part["toolUse"].get("input") for part in answer if isinstance(part.get("toolUse"), dict)]
+        text = json.dumps(used[0]) if tools and used else "".join(part.get("text", "") for part in answer)
         return Completion(
-            text="".join(part.get("text", "") for part in answer),
+            text=text,
             model_id=model_id,
             input_tokens=int(usage.get("inputTokens", 0)),
             output_tokens=int(usage.get("outputTokens", 0)),
         )
+
+
+def tool_config(name: str, schema: type[BaseModel]) -> dict[str, Any]:
+    """Converse's toolConfig: one tool whose input is `schema`, and the choice of it forced."""
+    return {
+        "tools": [
+            {
+                "toolSpec": {
+                    "name": name,
+                    "description": f"Give the answer as {name}.",
+                    "inputSchema": {"json": strict_schema(schema)},
+                }
+            }
+        ],
+        "toolChoice": {"tool": {"name": name}},
+    }
 
 
 class BedrockImageModel:

@@ -18,28 +18,39 @@ An answer with `finish_reason: "length"` was cut at the cap: `AnswerCutError`, n
 
 A multimodal model describes an image (`describe_image`): a user message with a text part and an `image_url`
 part holding the image as a data URL.
+
+Structured answers (`complete_structured`, providers/structured.py) send the schema as `response_format`, in the
+form OPENAI_STRUCTURED_OUTPUT names: `json_schema` (OpenAI's strict form, which vLLM, Ollama and llama.cpp's
+server take too), `json_object` (llama-cpp-python's server: `{"type": "json_object", "schema": ...}`) or `none`.
+An endpoint that refuses it is asked without it, and is not sent it again for that model.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import urllib.error
 import urllib.request
 from functools import lru_cache
 from typing import Any
+
+from pydantic import BaseModel
 
 from canvas_core.errors import BlockFatalError
 from canvas_core.observability import tracer
 from canvas_core.providers.base import AnswerCutError, Completion, fit_input
 from canvas_core.providers.retry import TransientError, retry_backoff_seconds, with_retries
 from canvas_core.providers.roles import call_timeout_seconds, max_output_tokens, model_for_role
-from canvas_core.settings import ProviderSettings
+from canvas_core.providers.structured import refused_constraint, schema_text, strict_schema
+from canvas_core.settings import ProviderSettings, provider_settings
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 # The field an endpoint's model takes the output cap in, when not `max_tokens` (learnt once per container).
 _CAP_FIELDS: dict[tuple[str, str], str] = {}
+# Endpoints and models that refused a structured-output constraint, and what they said (learnt once per container).
+_UNCONSTRAINED: dict[tuple[str, str], str] = {}
 
 
 class OpenAIProvider:
@@ -54,8 +65,10 @@ class OpenAIProvider:
         timeout_seconds: float | None = None,
         attempts: int = 3,
         backoff_seconds: float | None = None,
+        structured_output: str | None = None,
     ):
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self._structured_output = structured_output  # else OPENAI_STRUCTURED_OUTPUT
         self.api_key = api_key
         self.model_id = model_id  # one model for every role, when given
         self.timeout_seconds = timeout_seconds  # else the time the call's output cap takes
@@ -75,6 +88,27 @@ class OpenAIProvider:
     def complete(self, *, system: str, prompt: str, role: str) -> Completion:
         return self._chat(self.model_for(role), role, system, fit_input(system, prompt))
 
+    def complete_structured(
+        self, *, system: str, prompt: str, role: str, schema: type[BaseModel], name: str
+    ) -> tuple[Completion, str]:
+        """An answer constrained to `schema` (its JSON in the text), and why it was not constrained when not."""
+        model_id = self.model_for(role)
+        where = (self.base_url, model_id)
+        form = self.structured_output
+        ask = fit_input(system, f"{prompt}\n\nAnswer with one JSON object of the schema you are given.")
+        if form == "none" or where in _UNCONSTRAINED:
+            reason = _UNCONSTRAINED.get(where) or "OPENAI_STRUCTURED_OUTPUT is none"
+            text_ask = fit_input(system, f"{prompt}\n\nAnswer with one JSON object of this JSON schema, and nothing "
+                                         f"else:\n{schema_text(schema)}")  # fmt: skip
+            return self._chat(model_id, role, system, text_ask), reason
+        try:
+            return self._chat(model_id, role, system, ask, response_format(form, schema, name)), ""
+        except BlockFatalError as exc:
+            if not refused_constraint(str(exc)) or isinstance(exc, AnswerCutError):
+                raise
+            _UNCONSTRAINED[where] = f"the endpoint refused the schema constraint: {str(exc)[:200]}"
+            return self.complete_structured(system=system, prompt=prompt, role=role, schema=schema, name=name)
+
     def describe_image(self, *, system: str, prompt: str, image: bytes, image_format: str, role: str) -> Completion:
         """The model's words on an image (PNG, JPEG, GIF or WebP), sent as a data URL beside the prompt."""
         url = f"data:image/{image_format};base64,{base64.b64encode(image).decode()}"
@@ -84,22 +118,35 @@ class OpenAIProvider:
         ]
         return self._chat(self.model_for(role), role, system, parts)
 
+    @property
+    def structured_output(self) -> str:
+        return self._structured_output or provider_settings().openai_structured_output
+
     @tracer.capture_method
-    def _chat(self, model_id: str, role: str, system: str, content: str | list[dict[str, Any]]) -> Completion:
+    def _chat(
+        self,
+        model_id: str,
+        role: str,
+        system: str,
+        content: str | list[dict[str, Any]],
+        response_format: dict[str, Any] | None = None,
+    ) -> Completion:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": content})
         cap = max_output_tokens(role)
         timeout = self.timeout_seconds or call_timeout_seconds(cap)
         where = (self.base_url, model_id)
         field = _CAP_FIELDS.get(where, "max_tokens")
+        extra = {"response_format": response_format} if response_format else {}
         try:
-            payload = self._send(model_id, {"model": model_id, "messages": messages, field: cap}, timeout)
+            payload = self._send(model_id, {"model": model_id, "messages": messages, field: cap, **extra}, timeout)
         except BlockFatalError as exc:
             if field != "max_tokens" or "max_completion_tokens" not in str(exc):
                 raise
             # OpenAI's reasoning models take the cap as max_completion_tokens and refuse max_tokens.
             _CAP_FIELDS[where] = "max_completion_tokens"
-            payload = self._send(model_id, {"model": model_id, "messages": messages, _CAP_FIELDS[where]: cap}, timeout)
+            request = {"model": model_id, "messages": messages, _CAP_FIELDS[where]: cap, **extra}
+            payload = self._send(model_id, request, timeout)
         try:
             choice = payload["choices"][0]
             text = choice["message"].get("content") or ""
@@ -157,6 +204,15 @@ class OpenAIProvider:
 
     def _where(self) -> str:
         return f"The OpenAI-compatible endpoint {self.base_url}"
+
+
+def response_format(form: str, schema: type[BaseModel], name: str) -> dict[str, Any]:
+    """`response_format` constraining the answer to `schema`: OpenAI's strict json_schema form, or llama-cpp-python's
+    json_object form with a schema."""
+    if form == "json_object":
+        return {"type": "json_object", "schema": strict_schema(schema)}
+    safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "answer"
+    return {"type": "json_schema", "json_schema": {"name": safe_name, "strict": True, "schema": strict_schema(schema)}}
 
 
 def _error_detail(exc: urllib.error.HTTPError) -> tuple[str, str | None]:

@@ -33,6 +33,11 @@ class ProviderSettings(EnvSettings):
     # The key itself wins over the secret holding it (providers/openai.py).
     openai_api_key: str = env("OPENAI_API_KEY", "", repr=False)
     openai_api_key_secret_arn: str = env("OPENAI_API_KEY_SECRET_ARN", "")
+    # How structured answers are constrained to their schema (providers/structured.py): OpenAI's json_schema form,
+    # llama-cpp-python's json_object form with a schema, or none (the answer's JSON is read and checked).
+    openai_structured_output: Literal["json_schema", "json_object", "none"] = env(
+        "OPENAI_STRUCTURED_OUTPUT", "json_schema"
+    )
     # Bedrock's endpoint elsewhere than boto3 would find it: a test's fake server, a VPC endpoint.
     bedrock_endpoint_url: str = env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "")
     aws_region: str = env("AWS_REGION", "")
