@@ -193,6 +193,13 @@ def test_failed_input_skips_dependents_and_keeps_finished_work(aws, account, fun
     assert "The sky is blue" in data["result"]["final_output"]
     assert {e["block_type"] for e in data["errors"]} == {"file-block", "prompt-block", "text-block"}
     assert any(e["error"].endswith("b.txt could not be read") for e in data["errors"])
+    # And in the DAG every node carries `content`, a string (empty for the blocks that produced nothing)
+    _, body = get(
+        function, context, account.api_key, "api/get_canvas_dag", "get_canvas_dag", canvas_id=created["canvas_id"]
+    )
+    contents = [(node["status"], node["content"]) for node in body["data"]["nodes"]]
+    assert contents[0][0] == "completed" and contents[0][1].startswith("The sky is blue")
+    assert contents[1:] == [("error", ""), ("skipped", ""), ("skipped", "")]
 
 
 def test_a_page_that_cannot_be_read_is_gone_without_and_does_not_skip_its_readers(aws, account, function, context):

@@ -33,7 +33,7 @@ def node_view(node: NodeItem) -> NodeView:
         name=node.name,
         type=node.type,
         status=node.status,
-        content=node.content,
+        content=node.content or "",
         url=node.url,
         sources=[s.model_dump(mode="json", exclude_none=True) for s in node.sources],
         estimated_credits=node.estimated_credits,

@@ -148,7 +148,7 @@ class NodeView(Model):
     name: str
     type: str
     status: NodeStatus
-    content: str | None = None
+    content: str = Field(default="", description="The block's output; empty when it produced none (failed, skipped)")
     url: str | None = None
     sources: list[dict[str, Any]] = Field(default_factory=list)
     estimated_credits: int | None = Field(
