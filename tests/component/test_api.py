@@ -89,6 +89,12 @@ def test_sample_multipart_event_is_accepted(aws, account, function, context):
         ({"prompt": "x", "blocks": '["nope-block"]'}, 400, None),
         ({"template": "auto"}, 400, "prompt is required"),
         ({"prompt": "  "}, 400, "prompt must not be blank"),
+        (
+            {"prompt": "x", "instructions": "be brief", "template_name": "memo"},
+            400,
+            "Unknown field 'instructions', 'template_name': the form takes prompt, template, blocks, "
+            "agent_instructions, webhook_url, files, review",
+        ),
     ],
 )
 def test_rejected_create_creates_nothing(aws, account, function, context, fields, status, error):

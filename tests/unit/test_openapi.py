@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
 from canvas_core.models.catalog import Template
@@ -94,3 +95,31 @@ def test_the_check_fails_when_a_template_is_added_without_regenerating():
     # Then it fails
     assert result.returncode == 1, result.stdout + result.stderr
     assert "docs/openapi.json is out of date" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("schema", "body"),
+    [
+        ("ApproveRunForm", {"instructions": {}, "instruction": {"b": "x"}}),
+        ("RerunBlockForm", {"instructions": "x", "instruction": "y"}),
+        ("CreateRunForm", {"prompt": "x", "instructions": "be brief"}),
+        ("CreateRunForm", {"prompt": "  \t "}),
+        ("CreateRunForm", {"prompt": ""}),
+    ],
+)
+def test_openapi_refuses_the_bodies_the_server_refuses(schema, body):
+    # Given the committed document's schema of a request body, and a body the server answers 400
+    # (tests/component/test_api.py, test_reviews.py; tests/e2e/test_rerun.py)
+    document = json.loads((ROOT / "docs" / "openapi.json").read_text())
+    validator = jsonschema.Draft202012Validator({**document["components"]["schemas"][schema], "components": {}})
+    # Then the document says it is invalid too: an unknown field, a blank prompt
+    assert not validator.is_valid(body)
+    assert validator.is_valid({"prompt": "x"} if schema == "CreateRunForm" else {})
+
+
+def test_openapi_says_a_cursor_other_than_next_cursor_is_refused():
+    document = json.loads((ROOT / "docs" / "openapi.json").read_text())
+    operation = document["paths"]["/v1/runs"]["get"]
+    [cursor] = [p for p in operation["parameters"] if p["name"] == "cursor"]
+    assert "refused (400, Invalid cursor)" in cursor["description"]
+    assert "400" in operation["responses"]

@@ -21,7 +21,12 @@ app = create_app()
 )
 def get_runs(
     limit: Annotated[int, Query(ge=1, le=100, description="Runs per page")] = 20,
-    cursor: Annotated[str | None, Query(description="The previous page's next_cursor")] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            description="The previous page's next_cursor, unchanged; any other value is refused (400, Invalid cursor)"
+        ),
+    ] = None,
 ) -> dict:
     account_id = caller_account(app)
     return ok(list_runs(account_id, limit, cursor), exclude_none=False)

@@ -29,7 +29,7 @@ from canvas_core.observability import count, logger
 from canvas_core.orchestration import CANCELLED, RunStateError, finalize_run, plan_run
 from canvas_core.runs import get_run_status
 from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth, strip_control
-from canvas_core.validation import MAX_AGENT_INSTRUCTIONS_CHARS, only_instructions
+from canvas_core.validation import CLOSED_BODY, MAX_AGENT_INSTRUCTIONS_CHARS, only_instructions
 
 # The error a cancelled run's parked Await Approval task fails with (the run has ended already).
 CANCELLED_ERROR = "RunCancelled"
@@ -41,6 +41,8 @@ class ApproveRunForm(ApproveRunRequest):
     """The body of POST /v1/run/{run_id}/approve: a JSON object, or a form whose `instructions` field holds the object
     as JSON text; none at all approves the plan as it is. `instructions` maps planned blocks' ids to their new
     instructions, each held to agent_instructions' length."""
+
+    model_config = CLOSED_BODY
 
     instructions: dict[str, str] = Field(
         default_factory=dict,

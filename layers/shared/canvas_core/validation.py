@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from aws_lambda_powertools.event_handler.openapi.params import UploadFile
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from canvas_core.errors import (
     BadRequestError,
@@ -55,13 +55,22 @@ def max_body_bytes() -> int:
     return api_settings().max_upload_bytes + 1024 * 1024
 
 
+# What the request bodies' schemas say of a field they do not list: the server refuses it (400).
+CLOSED_BODY = ConfigDict(json_schema_extra={"additionalProperties": False})
+
+
 class CreateRunForm(CreateRunRequest):
     """The form of POST /v1/run, multipart/form-data or application/x-www-form-urlencoded. An empty field means
-    "not given", as HTML forms send it. A refused request is answered with the first refusal, in field order."""
+    "not given", as HTML forms send it. A refused request is answered with the first refusal, in field order; a
+    field the form does not take is refused before any."""
+
+    model_config = CLOSED_BODY
 
     prompt: str = Field(
         description="Required; at most MAX_PROMPT_CHARS characters (20,000 unless configured). Surrounding white "
-        "space is trimmed and control characters are dropped."
+        "space is trimmed and control characters are dropped; a blank prompt is refused.",
+        # What the server refuses as blank: nothing but white space.
+        json_schema_extra={"minLength": 1, "pattern": r"\S"},
     )
     template: Template = Field(default=Template.AUTO, description="Ignored in planning when `blocks` is given")
     blocks: list[str] | None = Field(
@@ -89,8 +98,18 @@ class CreateRunForm(CreateRunRequest):
 
     @model_validator(mode="before")
     @classmethod
-    def _prompt_given(cls, form: Any) -> Any:
-        if isinstance(form, dict) and form.get("prompt") is None:
+    def _known_fields_and_prompt(cls, form: Any) -> Any:
+        if not isinstance(form, dict):
+            return form
+        # A misspelt field (`instructions`, `template_name`) would otherwise start, and charge for, a run without it.
+        unknown = sorted(name for name in form if name not in cls.model_fields)
+        if unknown:
+            raise RequestRefused(
+                BadRequestError(
+                    f"Unknown field {', '.join(map(repr, unknown))}: the form takes {', '.join(cls.model_fields)}"
+                )
+            )
+        if form.get("prompt") is None:
             raise RequestRefused(BadRequestError("prompt is required"))
         return form
 
@@ -202,6 +221,8 @@ class RerunBlockForm(RerunBlockRequest):
     """The body of POST /v1/canvas/{canvas_id}/blocks/{block_id}/rerun: a JSON object, or a form. `instructions`
     are the chosen block's new instructions, held to agent_instructions' length; absent or blank, the block runs
     again with those it had."""
+
+    model_config = CLOSED_BODY
 
     instructions: str | None = Field(
         default=None,
