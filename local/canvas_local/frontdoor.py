@@ -19,10 +19,12 @@ from urllib.parse import parse_qsl
 from waitress import wasyncore
 from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
-from waitress.parser import HTTPRequestParser, get_header_lines
+from waitress.parser import HTTPRequestParser, ParsingError, get_header_lines
+from waitress.receiver import ChunkedReceiver
 from waitress.rfc7230 import HEADER_FIELD_RE
 from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher, WSGITask
+from waitress.utilities import RequestEntityTooLarge
 
 from canvas_local import priority
 from canvas_local.lambda_runtime import ACCOUNT_ID, FunctionError, LocalFunction, Throttled
@@ -421,7 +423,9 @@ def _reason(status: int) -> str:
 # worker, so a client that trickles its bytes holds a connection (a file descriptor), never a worker. The classes
 # below extend its parser, channel, tasks and server (pinned in pyproject.toml for that reason) with what it has
 # no setting for: a deadline on reading a request, the header pairs as sent, and its own errors in the
-# contract's error shape.
+# contract's error shape; and two framing rules it does not hold: a request with both `Content-Length` and
+# `Transfer-Encoding` is refused (400), and a chunk that would take the body past the limit is answered 413 as soon
+# as its size is read (waitress would wait for its bytes).
 
 
 class _Parser(HTTPRequestParser):
@@ -440,6 +444,30 @@ class _Parser(HTTPRequestParser):
             if match:
                 name, value = match.group("name", "value")
                 self.header_pairs.append((name.decode("latin-1"), value.strip(b" \t").decode("latin-1")))
+        names = {name.lower() for name, _ in self.header_pairs}
+        if {"content-length", "transfer-encoding"} <= names:
+            # RFC 9112, section 6.3: a server may reject such a request, and should, as the two lengths are how
+            # requests are smuggled past a proxy that reads the other one. waitress would read the chunks.
+            raise ParsingError("a request must not carry both Content-Length and Transfer-Encoding")
+        if self.chunked:
+            self.body_rcv = _ChunkedReceiver(self.body_rcv.buf, self.adj.max_request_body_size)
+
+
+class _ChunkedReceiver(ChunkedReceiver):
+    """waitress's reader of a chunked body, refusing a chunk whose size takes the body to the limit as soon as the
+    size is read: waitress counts a chunk's bytes as they arrive, so a size like `ffffffffffffffffff` kept the
+    connection waiting for the request deadline (408) instead of being answered 413."""
+
+    def __init__(self, buf: Any, max_body: int):
+        super().__init__(buf)
+        self.max_body = max_body
+
+    def received(self, s: bytes) -> int:
+        consumed: int = super().received(s)
+        if self.error is None and len(self.buf) + self.chunk_remainder >= self.max_body:
+            self.error = RequestEntityTooLarge(f"exceeds max_body of {self.max_body}")
+            self.all_chunks_received = True
+        return consumed
 
 
 class _Task(WSGITask):

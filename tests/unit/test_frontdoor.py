@@ -245,6 +245,15 @@ def exchange(door: FrontDoor, raw: bytes, timeout: float = 5) -> tuple[int, dict
         (b"Content-Length: -1\r\n\r\n", "Bad request: Content-Length is invalid"),
         (b"Content-Length: abc\r\n\r\n", "Bad request: Content-Length is invalid"),
         (b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", "Bad request: Invalid chunk size"),
+        # RFC 9112, section 6.3: both lengths at once is how requests are smuggled; either order, any case
+        (
+            b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            "Bad request: a request must not carry both Content-Length and Transfer-Encoding",
+        ),
+        (
+            b"transfer-encoding: chunked\r\ncontent-length: 0\r\n\r\n0\r\n\r\n",
+            "Bad request: a request must not carry both Content-Length and Transfer-Encoding",
+        ),
     ],
 )
 def test_malformed_framing_is_answered_400_at_once(served, framing, error):
@@ -270,6 +279,33 @@ def test_a_body_declared_over_six_megabytes_is_answered_413_before_it_is_read(se
     status, _, body = exchange(served, raw)
     assert status == 413
     assert json.loads(body) == {"success": False, "error": "Request too large: the limit is 6 MB"}
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        b"ffffffffffffffffff\r\n",  # a size past any limit, none of its bytes sent
+        b"10\r\n0123456789abcdef\r\n600000\r\n",  # a second chunk that takes the body past 6 MB
+    ],
+)
+def test_a_chunk_past_the_limit_is_answered_413_as_soon_as_its_size_is_read(served, chunks):
+    # Given a chunked request whose next chunk declares more than the limit, its bytes never sent
+    raw = b"POST /v1/run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
+
+    # When it is sent, Then it is refused at once, not left waiting for the bytes or the deadline
+    started = time.monotonic()
+    status, _, body = exchange(served, raw)
+    assert time.monotonic() - started < 2
+    assert status == 413
+    assert json.loads(body) == {"success": False, "error": "Request too large: the limit is 6 MB"}
+
+
+def test_a_chunked_body_under_the_limit_reaches_the_function_whole(served):
+    raw = b"POST /v1/run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    raw += b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    status, _, body = exchange(served, raw)
+    assert status == 200
+    assert json.loads(body)["event"]["body"] == "hello world"
 
 
 @pytest.mark.parametrize(
