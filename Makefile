@@ -31,12 +31,13 @@ export SAM_CLI_TELEMETRY := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: help setup run test lint lint-imports vulture typecheck format test-unit test-component test-statemachine test-e2e \
-	infra-check build lock bench clean distclean browser axe model-check
+	infra-check build lock bench clean distclean browser axe mcp-sdk model-check
 
 help:
 	@echo "make setup              create $(VENV) (project + dev tools) and $(SAM_VENV) (aws-sam-cli)"
 	@echo "make browser            install Debian's chromium and chromium-driver (the e2e portal tests) if missing"
 	@echo "make axe                install axe-core (the e2e accessibility checks) into $(AXE_DIR) if missing"
+	@echo "make mcp-sdk            install the TypeScript MCP SDK (the e2e MCP client) into $(MCP_SDK_DIR) if missing"
 	@echo "                        (make run installs only what running needs: the project and moto)"
 	@echo "make run [ARGS=...]     start the embedded stack (canvas serve)"
 	@echo "make test               lint, unit, component, statemachine, e2e tests, infra-check"
@@ -110,6 +111,18 @@ $(AXE_JS):
 	npm install --prefix $(AXE_DIR) --no-audit --no-fund --no-save --silent '$(AXE_SPEC)'
 	test -f $@
 
+# The TypeScript MCP SDK, whose client tests/e2e/test_mcp.py runs against `canvas serve` (a client in another
+# language, written by others), from the npm registry into a project-local folder; nothing to do when it is there.
+MCP_SDK_DIR := .cache/mcp-sdk
+MCP_SDK_SPEC ?= @modelcontextprotocol/sdk@1
+MCP_SDK := $(MCP_SDK_DIR)/node_modules/@modelcontextprotocol/sdk/package.json
+
+mcp-sdk: $(MCP_SDK)
+
+$(MCP_SDK):
+	npm install --prefix $(MCP_SDK_DIR) --no-audit --no-fund --no-save --silent '$(MCP_SDK_SPEC)'
+	test -f $@
+
 # ---- run --------------------------------------------------------------------------------------------
 
 run: $(VENV)/.installed-run
@@ -161,7 +174,7 @@ test-statemachine: setup
 # Lambda service errors. E2E_FAULTS= (empty) runs it without.
 E2E_FAULTS ?= transaction_conflict=0.3,throttle=0.05,lambda_error=0.02
 
-test-e2e: setup browser axe
+test-e2e: setup browser axe mcp-sdk
 	CANVAS_INJECT_FAULTS='$(E2E_FAULTS)' $(BIN)/pytest tests/e2e -q
 
 # cfn-lint runs with the serverless rules (cfn-lint-serverless). WS1004 is skipped: every function writes to its

@@ -53,6 +53,8 @@ ROUTED_FUNCTIONS = {
         "functions/portal",
         [("GET", "/portal"), ("ANY", "/portal/{proxy+}"), ("GET", "/runs/{run_id}")],
     ),
+    # The remote MCP endpoint (docs/mcp.md): POST carries the JSON-RPC messages; GET and DELETE answer 405.
+    "McpFunction": ("functions/api/mcp", [("POST", "/mcp"), ("GET", "/mcp"), ("DELETE", "/mcp")]),
     # Webhook endpoints (docs/webhooks.md).
     "WebhookEndpointsFunction": (
         "functions/api/webhook_endpoints",
@@ -309,11 +311,18 @@ def test_the_concurrent_run_limit_reaches_only_the_function_that_admits_runs() -
         if "MAX_CONCURRENT_RUNS" in ((function["Properties"].get("Environment") or {}).get("Variables") or {})
     ]
 
-    # Then it defaults to 10, at least 1, and only the functions that admit runs read it (CreateRunFunction, and
-    # RerunFunction for re-runs), besides the two that show an account its limits (GET /v1/account and the portal)
+    # Then it defaults to 10, at least 1, and only the functions that admit runs read it (CreateRunFunction,
+    # RerunFunction for re-runs, McpFunction for both as tools), besides the two that show an account its limits
+    # (GET /v1/account and the portal)
     assert (parameter["Type"], parameter["Default"], parameter["MinValue"]) == ("Number", 10, 1)
     assert "MAX_CONCURRENT_RUNS" not in GLOBAL_FUNCTION["Environment"]["Variables"]
-    assert sorted(readers) == ["CreateRunFunction", "GetAccountFunction", "PortalFunction", "RerunFunction"]
+    assert sorted(readers) == [
+        "CreateRunFunction",
+        "GetAccountFunction",
+        "McpFunction",
+        "PortalFunction",
+        "RerunFunction",
+    ]
     variables = FUNCTIONS["CreateRunFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["MAX_CONCURRENT_RUNS"] == {"Ref": "MaxConcurrentRunsPerAccount"}
 

@@ -111,6 +111,11 @@ class BlockNotFoundError(NotFoundError):
         super().__init__(f"Block not found: {block_id}")
 
 
+class ArtifactNotFoundError(NotFoundError):
+    def __init__(self, artifact_id: str):
+        super().__init__(f"Artifact not found: {artifact_id}")
+
+
 class TaskNotFoundError(NotFoundError):
     def __init__(self, task_id: str):
         super().__init__(f"Task not found: {task_id}")

@@ -15,6 +15,7 @@ from canvas_core.adapters.idempotency import call_once
 from canvas_core.adapters.store import Store
 from canvas_core.clock import iso_utc, new_id, now_ms, parse_uuid
 from canvas_core.errors import (
+    ArtifactNotFoundError,
     BadRequestError,
     InsufficientCreditsError,
     InvalidCursorError,
@@ -37,7 +38,7 @@ from canvas_core.models.api import (
 )
 from canvas_core.models.base import Model
 from canvas_core.models.catalog import TERMINAL_TASK_STATUSES, RunStatus, Template
-from canvas_core.models.items import CanvasItem, RunError, RunItem, RunSummaryItem, Upload
+from canvas_core.models.items import Artifact, CanvasItem, RunError, RunItem, RunSummaryItem, Upload
 from canvas_core.observability import count, logger
 from canvas_core.settings import api_settings, provider_settings, state_machine_settings
 
@@ -228,6 +229,22 @@ def get_run_status(
             ],
         )
     return response
+
+
+def read_artifact(
+    run_id: str, artifact_id: str, account_id: str, store: Store | None = None, files: ArtifactStore | None = None
+) -> tuple[Artifact, bytes]:
+    """One of a run's files and its bytes, for a caller that reads it rather than following its download URL (the MCP
+    server's resources)."""
+    store = store or Store()
+    run_id = parse_uuid("run_id", run_id)
+    run = store.get_run(run_id)
+    if run is None or run.account_id != account_id:
+        raise RunNotFoundError(run_id)
+    artifact = next((a for a in run.artifacts if a.id == artifact_id), None)
+    if artifact is None:
+        raise ArtifactNotFoundError(artifact_id)
+    return artifact, (files or ArtifactStore()).get(artifact.s3_key)
 
 
 PROMPT_PREVIEW_CHARS = 200

@@ -1,5 +1,5 @@
 """`canvas run`, `rerun`, `status`, `wait`, `download`, `runs`, `dag`, `tasks`,
-`approve` and `cancel`: the service from a terminal.
+`approve` and `cancel`: the service from a terminal; and `canvas mcp`, the same service as MCP tools for an agent.
 
 They talk to `--base-url` (else `CANVAS_BASE_URL`, else http://127.0.0.1:3000, where `canvas serve` listens) with
 `--api-key` (else `CANVAS_API_KEY`). Answers go to standard output; progress, saved files and errors to
@@ -155,6 +155,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     tasks.add_argument("--json", action="store_true")
     tasks.set_defaults(client_command=_guarded(show_tasks))
 
+    mcp = commands.add_parser(
+        "mcp",
+        parents=[service],
+        help="the service's tools for a local agent: an MCP server on standard input and output (docs/mcp.md)",
+    )
+    mcp.set_defaults(client_command=_guarded(serve_mcp))
+
 
 def _block_types(text: str) -> list[str]:
     known = {b.value for b in BlockType}
@@ -223,6 +230,16 @@ def _client(args: argparse.Namespace) -> CanvasClient:
 
 
 # ---------------------------------------------------------------- runs
+
+
+def serve_mcp(args: argparse.Namespace) -> int:
+    """`canvas mcp`: the MCP server on stdio, its tools calling the service at --base-url with --api-key, until the
+    client closes standard input. The SDK is imported here: the other commands do without it."""
+    from canvas_local.client.mcp import serve_stdio
+
+    with _client(args) as client:
+        serve_stdio(client)
+    return EXIT_OK
 
 
 def run_run(args: argparse.Namespace) -> int:

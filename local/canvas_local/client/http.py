@@ -174,14 +174,19 @@ class CanvasClient:
     def download(self, url: str, target: Path) -> int:
         """Write what `url` serves to `target`; the number of bytes written. Artifacts are files a Lambda wrote,
         a few megabytes at most, so the body is read whole: a retry then never leaves half a file."""
+        data = self.fetch(url)
+        target.write_bytes(data)
+        return len(data)
+
+    def fetch(self, url: str) -> bytes:
+        """What `url` serves (an artifact's download URL), read whole."""
         url = str(self._api.base_url.join(url))
         # A relative URL is the service's own: only then does the key go with it.
         client = self._api if url.startswith(self.base_url + "/") else self._files
         response = self._send(client, "GET", url, what=url.split("?", 1)[0])
         if response.is_error:
             raise ApiError(response.status_code, f"download failed: {_error_text(response, _json(response))}")
-        target.write_bytes(response.content)
-        return len(response.content)
+        return response.content
 
     # ------------------------------------------------------------------ the calls
 
