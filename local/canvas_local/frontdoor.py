@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 # Lambda's limit on a synchronous invocation's payload; API Gateway's own (10 MB) is never reached first.
-MAX_EVENT_BYTES = 6 * 1024 * 1024
+MIB = 1024 * 1024
+MAX_EVENT_MIB = 6
+MAX_EVENT_BYTES = MAX_EVENT_MIB * MIB
 # Connections the kernel queues before the server accepts them: a burst waits instead of being reset.
 LISTEN_BACKLOG = 1024
 # Connections open at once (a file descriptor each, polled, not a thread); past this the server stops accepting
@@ -288,11 +290,24 @@ class FrontDoor:
             return error_response(exc.status, exc.message, exc.headers)
         try:
             event = self.event(request, match)
-            if len(json.dumps(event)) > MAX_EVENT_BYTES:
-                raise HttpError(413, "Request too large: the limit is 6 MB")
+            size = len(json.dumps(event))
+            if size > MAX_EVENT_BYTES:
+                raise HttpError(413, self._too_large(size, match.route.function, event["isBase64Encoded"]))
             return self.call(match.route.function, event)
         except HttpError as exc:
             return error_response(exc.status, exc.message, exc.headers)
+
+    def _too_large(self, size: int, function_name: str, base64_encoded: bool) -> str:
+        """What a client can act on: the size the function would have received against Lambda's limit and, for a
+        body of files (which base64 grows by a third), the service's own limit on them."""
+        if not base64_encoded:
+            return f"Request too large: {size / MIB:.1f} MiB as the function receives it (at most {MAX_EVENT_MIB} MiB)"
+        message = (
+            f"Request too large: {size / MIB:.1f} MiB once base64-encoded, as the function receives it (at most "
+            f"{MAX_EVENT_MIB} MiB)"
+        )
+        files_limit = _upload_limit(self.functions[function_name].environment)
+        return f"{message}; files may be at most {files_limit / MIB:g} MiB in all" if files_limit else message
 
     def call(self, function_name: str, event: dict[str, Any]) -> Response:
         try:
@@ -360,6 +375,19 @@ class FrontDoor:
         media_type = content_type.split(";", 1)[0].strip().lower()
         kind = media_type.split("/", 1)[0]
         return any(t in (media_type, f"{kind}/*", "*/*") for t in self.binary_media_types)
+
+
+def _upload_limit(environment: Mapping[str, str] | None) -> int | None:
+    """The files' limit of the function's request (canvas_core's MAX_UPLOAD_BYTES, as its environment sets it or
+    by default), or None for a function that has none."""
+    if environment and environment.get("MAX_UPLOAD_BYTES", "").isdigit():
+        return int(environment["MAX_UPLOAD_BYTES"])
+    try:
+        from canvas_core.settings.api import ApiSettings
+    except ImportError:
+        return None
+    default = ApiSettings.model_fields["max_upload_bytes"].default
+    return default if isinstance(default, int) else None
 
 
 def _multi(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:

@@ -143,9 +143,14 @@ def test_an_event_over_six_megabytes_is_refused(door):
     # When it is posted
     status, result = answer(door, request("POST", "/v1/run", body=body, Content_Type="multipart/form-data"))
 
-    # Then the function is never called
+    # Then the function is never called, and the answer says the size it would have had and the files' own limit,
+    # not a limit the 5 MiB sent seems to be under
     assert status == 413
-    assert result["success"] is False
+    assert result == {
+        "success": False,
+        "error": "Request too large: 6.7 MiB once base64-encoded, as the function receives it (at most 6 MiB); "
+        "files may be at most 4 MiB in all",
+    }
 
 
 def test_a_response_over_six_megabytes_is_apis_integration_failure():
