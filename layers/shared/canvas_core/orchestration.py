@@ -101,7 +101,7 @@ def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:
     plan = plan_canvas(run)
     try:
         # Charged once, before the blocks: a retried step that plans again is not charged again.
-        notes = [plan.fallback] if plan.fallback else None
+        notes = [*([plan.fallback] if plan.fallback else []), *plan.notes] or None
         if store.record_planning(run.run_id, run.account_id, plan.models_used, plan.credits, notes):
             count("CreditsDebited", plan.credits, step="plan")
     except CreditsExhaustedError as exc:

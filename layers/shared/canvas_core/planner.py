@@ -21,9 +21,11 @@ from canvas_core.models.items import EdgeItem, NodeItem, RunItem, TaskItem
 from canvas_core.observability import count, logger, tracer
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from canvas_core.agents.checks import Checked, Constraint
     from canvas_core.agents.schema import PlanStep
-    from canvas_core.providers.base import ModelProvider
+    from canvas_core.providers.base import Completion, ModelProvider
 
 MAX_BLOCKS = 40
 MAX_PLAN_ATTEMPTS = 3
@@ -45,6 +47,9 @@ class Plan:
     # Why the Planner's model was not used when it was called (its call failed, its answer was cut off or never a
     # usable plan): the run's errors say so (orchestration.finalize_run).
     fallback: str | None = None
+    # What else the run's errors say of planning: a model plan repaired (a cycle, an unknown input, a file the request
+    # asked for and the plan left out), or asked without its schema because the endpoint refused it.
+    notes: list[str] = field(default_factory=list)
 
 
 @tracer.capture_method
@@ -59,18 +64,21 @@ def plan_canvas(run: RunItem, provider: ModelProvider | None = None) -> Plan:
     provider = provider or get_provider()
     calls: list[tuple[str, int, int]] = []
     checked, method, fallback = None, "rules", None
+    notes: list[str] = []
     if provider_name(provider) != "offline":
         why: list[str] = []
-        checked = _plan_with_model(run, constraint, uploads, provider, calls, why)
+        checked = _plan_with_model(run, constraint, uploads, provider, calls, why, notes)
         method = "model" if checked is not None else "rules (the model gave no usable plan)"
         if checked is None:
             fallback = f"The Planner's model was not used ({'; '.join(why) or 'no usable plan'}); planned by rules"
+        elif checked.problems:
+            notes.append(f"The Planner's plan was repaired: {'; '.join(checked.problems[:6])}")
     if checked is None:
         steps = rule_steps(run.prompt, run.agent_instructions, constraint, uploads)
         checked = check_plan(steps, uploads, constraint, MAX_BLOCKS)
 
     plan = _build(run, checked.steps)
-    plan.method, plan.problems, plan.fallback = method, checked.problems, fallback
+    plan.method, plan.problems, plan.fallback, plan.notes = method, checked.problems, fallback, notes
     plan.models_used = list(dict.fromkeys(model for model, _, _ in calls))
     plan.credits = _credits(calls)
     count("ModelInputTokens", sum(tokens for _, tokens, _ in calls), step="plan")
@@ -89,16 +97,19 @@ def _plan_with_model(
     provider: ModelProvider,
     calls: list[tuple[str, int, int]],
     why: list[str],
+    notes: list[str],
 ) -> Checked | None:
     """A model's plan, checked and repaired; None when it failed or gave nothing usable in MAX_PLAN_ATTEMPTS
     (`why` then holds the reason)."""
     from canvas_core.agents.checks import check_plan
     from canvas_core.agents.prompts import planner_request, planner_system_prompt, replan_request
-    from canvas_core.agents.schema import PlanParseError, parse_plan
+    from canvas_core.agents.schema import PlanParseError, parse_plan, planned_steps
     from canvas_core.errors import BlockFatalError, BlockRetryableError
+    from canvas_core.providers.structured import StructuredOutputError, complete_structured
 
     system = planner_system_prompt(constraint, run.agent_instructions, MAX_BLOCKS)
     request = planner_request(run.prompt, run.template, uploads)
+    schema = _plan_schema(constraint, uploads)
     prompt = request
     started = time.monotonic()
     for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
@@ -107,24 +118,83 @@ def _plan_with_model(
             why.append(f"no usable plan within {PLAN_BUDGET_SECONDS} s")
             return None
         try:
-            completion = provider.complete(system=system, prompt=prompt, role="planner")
+            answer = complete_structured(
+                provider, system=system, prompt=prompt, role="planner", schema=schema, name="plan"
+            )
+            completion: Completion | None = answer.completion
+            steps: list[PlanStep] | None = planned_steps(answer.value)
+            if answer.unconstrained and answer.unconstrained not in notes:
+                notes.append(f"The Planner's model was asked without the plan's schema ({answer.unconstrained})")
+        except StructuredOutputError as exc:
+            # Not of the schema: read as a plan of the free shape ({"steps": [{"id", "type", "inputs"}]}) if it is one.
+            completion, steps = exc.completion, None
         except (BlockRetryableError, BlockFatalError) as exc:
             logger.warning("The Planner's model call failed; planning by rules", extra={"reason": str(exc)})
             why.append(str(exc))
             return None
+        assert completion is not None
         calls.append((completion.model_id, completion.input_tokens, completion.output_tokens))
         try:
-            checked = check_plan(parse_plan(completion.text).steps, uploads, constraint, MAX_BLOCKS)
+            steps = steps if steps is not None else parse_plan(completion.text).steps
+            checked = check_plan(steps, uploads, constraint, MAX_BLOCKS)
         except PlanParseError as exc:
             reason = str(exc)
         else:
             if checked.usable:
-                return checked
+                return _with_asked_deliverables(run, constraint, uploads, checked)
             reason = "; ".join(checked.problems[-3:])
         logger.warning("The Planner's answer was not a usable plan", extra={"attempt": attempt, "reason": reason})
         prompt = replan_request(request, completion.text, reason)
     why.append(f"no usable plan in {MAX_PLAN_ATTEMPTS} attempts: {reason}")
     return None
+
+
+def _plan_schema(constraint: Constraint, uploads: list[PlanStep]) -> type[BaseModel]:
+    """The schema a model's plan is constrained to: this request's block types, the personas, the uploads' ids."""
+    from canvas_core.agents.personas import PERSONAS
+    from canvas_core.agents.schema import MODEL_MAX_STEPS, planned_canvas_schema
+
+    allowed = [b.value for b in BlockType if b in constraint.allowed and b != BlockType.FILE]
+    personas = [p for p in PERSONAS if p != "Planner"]
+    steps = max(1, min(MODEL_MAX_STEPS, MAX_BLOCKS - len(uploads)))
+    return planned_canvas_schema(allowed, personas, [u.id for u in uploads], steps)
+
+
+def _with_asked_deliverables(
+    run: RunItem, constraint: Constraint, uploads: list[PlanStep], checked: Checked
+) -> Checked:
+    """The model's plan with a file of each kind the request names that it left out (a report and a deck asked for,
+    a deck planned): added reading the answer and the uploads, saying so among the plan's repairs."""
+    from canvas_core.agents.catalog import DELIVERABLE_DUTIES, DELIVERABLE_TITLES
+    from canvas_core.agents.checks import ANSWER_TITLE, check_plan
+    from canvas_core.agents.deliverables import named_deliverables
+    from canvas_core.agents.personas import persona_for
+    from canvas_core.agents.schema import PlanStep
+
+    if constraint.explicit or constraint.deliverable is not None:
+        return checked
+    planned = {s.type for s in checked.steps}
+    missing = [b for b in named_deliverables(run.prompt) if b in constraint.allowed and b.value not in planned]
+    if not missing:
+        return checked
+    answer = next((s.id for s in checked.steps if s.type == BlockType.TEXT.value and s.title == ANSWER_TITLE), None)
+    reads = [*([answer] if answer else []), *(u.id for u in uploads)]
+    added = [
+        PlanStep(
+            id=f"asked-{kind.value}",
+            type=kind.value,
+            title=DELIVERABLE_TITLES[kind],
+            persona=persona_for(kind),
+            instructions=f"{run.prompt}\n\n{DELIVERABLE_DUTIES[kind]}.",
+            inputs=reads,
+        )
+        for kind in missing
+    ]
+    planned_steps = [s for s in checked.steps if s.upload_id is None]
+    repaired = check_plan([*planned_steps, *added], uploads, constraint, MAX_BLOCKS)
+    names = ", ".join(k.value for k in missing)
+    repaired.problems = [*checked.problems, f"the request asks for {names}, which the plan left out; added"]
+    return repaired
 
 
 def _upload_steps(run: RunItem) -> list[PlanStep]:

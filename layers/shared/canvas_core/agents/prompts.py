@@ -14,28 +14,25 @@ from canvas_core.models.catalog import BlockType
 EXAMPLE = {
     "steps": [
         {
-            "id": "s1",
             "type": "web-research-block",
             "title": "Research: tide pool ecology",
             "persona": "Researcher",
             "instructions": "Search the web and gather sources on tide pool ecology",
-            "inputs": [],
+            "reads": [],
         },
         {
-            "id": "s2",
             "type": "prompt-block",
             "title": "Which animals live where",
             "persona": "Analyst",
             "instructions": "From the research, explain which animals live in which zone of a tide pool and why",
-            "inputs": ["s1"],
+            "reads": ["step1"],
         },
         {
-            "id": "s3",
             "type": "text-block",
             "title": ANSWER_TITLE,
             "persona": "Writer",
             "instructions": "Write the answer to the request",
-            "inputs": ["s2"],
+            "reads": ["step2"],
         },
     ]
 }
@@ -47,8 +44,8 @@ def planner_system_prompt(constraint: Constraint, agent_instructions: str | None
     personas = ", ".join(p for p in PERSONAS if p != "Planner")
     rules = [
         "Split the request into subtasks, give each a block of a type listed below, and wire the blocks into a "
-        "directed acyclic graph: a step's `inputs` are the ids of the steps (or uploaded files) whose outputs it "
-        "needs, so outputs carry forward.",
+        "directed acyclic graph: a step's `reads` are the ids of the earlier steps (step1 is the first step, step2 "
+        "the second, ...) and uploaded files whose outputs it needs, so outputs carry forward.",
         f"Use only these block types:\n{catalogue}",
         f"Use at most {max_blocks} steps in all, uploaded files included; fewer is better when it does the job.",
         "Give every step an owner from these personas: " + personas + ".",

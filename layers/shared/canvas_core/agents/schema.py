@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from canvas_core.models.catalog import BlockType
 
@@ -114,3 +115,73 @@ def _json_in(text: str) -> object:
         except json.JSONDecodeError:
             continue
     raise PlanParseError("the answer holds no valid JSON")
+
+
+# ---- the plan a model is asked for, as a structured answer (providers/structured.py) -----------------------------
+
+MODEL_MAX_STEPS = 12  # steps a model plans beyond the uploads: a schema a small model can fill
+STEP_TITLE_CHARS = 80
+STEP_INSTRUCTIONS_CHARS = 400
+
+
+class _PlannedStepBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("type", mode="before", check_fields=False)
+    @classmethod
+    def _type_with_suffix(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        name = value.strip().lower().replace("_", "-").replace(" ", "-")
+        return name if name.endswith("-block") else f"{name}-block"
+
+    @field_validator("persona", mode="before", check_fields=False)
+    @classmethod
+    def _persona_case(cls, value: object) -> object:
+        return value.strip().title() if isinstance(value, str) else value
+
+
+def planned_canvas_schema(
+    allowed: list[str], personas: list[str], upload_ids: list[str], max_steps: int = MODEL_MAX_STEPS
+) -> type[BaseModel]:
+    """The plan's schema for one request: a list of at most `max_steps` steps, each of an allowed block type, owned by
+    a persona, reading uploads and steps by the ids the code gives them (`upload1`, `step1`, ...), so a model fills
+    enums and short strings, never ids of its own."""
+    readable = [*upload_ids, *(f"step{n}" for n in range(1, max_steps + 1))]
+    # Enums of this request's values (typing's Literal, made at run time).
+    kinds: Any = Literal.__getitem__(tuple(allowed))
+    owners: Any = Literal.__getitem__(tuple(personas))
+    ids: Any = Literal.__getitem__(tuple(readable))
+    step: Any = create_model(
+        "PlannedStep",
+        __base__=_PlannedStepBase,
+        type=(kinds, Field(description="the block type")),
+        title=(str, Field(min_length=1, max_length=STEP_TITLE_CHARS)),
+        persona=(owners, ...),
+        instructions=(str, Field(max_length=STEP_INSTRUCTIONS_CHARS)),
+        reads=(
+            list[ids],
+            Field(max_length=8, description="the ids of the uploads and earlier steps whose outputs this step needs"),
+        ),
+    )
+    return create_model(
+        "PlannedCanvas",
+        __config__=ConfigDict(extra="forbid"),
+        steps=(list[step], Field(min_length=1, max_length=max_steps)),
+    )
+
+
+def planned_steps(answer: BaseModel) -> list[PlanStep]:
+    """A structured plan as the planner's steps: `stepN` for the Nth, reading what it named."""
+    steps = getattr(answer, "steps", [])
+    return [
+        PlanStep(
+            id=f"step{n}",
+            type=s.type,
+            title=s.title,
+            persona=s.persona,
+            instructions=s.instructions,
+            inputs=list(dict.fromkeys(s.reads)),
+        )
+        for n, s in enumerate(steps, start=1)
+    ]

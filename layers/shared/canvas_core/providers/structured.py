@@ -99,8 +99,10 @@ def strict_schema(schema: type[BaseModel]) -> dict[str, Any]:
 
     def tighten(node: Any) -> None:
         if isinstance(node, dict):
-            node.pop("default", None)
-            node.pop("title", None)
+            # Annotations, not properties of those names: a property's schema is a dict.
+            for annotation in ("default", "title"):
+                if annotation in node and not isinstance(node[annotation], dict):
+                    del node[annotation]
             if node.get("type") == "object" and "properties" in node:
                 node["required"] = list(node["properties"])
                 node["additionalProperties"] = False
