@@ -242,6 +242,28 @@ def test_usage_errors_exit_2_before_anything_is_sent(sleeps, capsys, argv, messa
     assert capsys.readouterr().err.splitlines() == [message]
 
 
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ([5 * 1024 * 1024], "canvas run: {0} is 5 MiB: the service takes files of at most 4 MiB"),
+        ([3 * 1024 * 1024, 2 * 1024 * 1024], "canvas run: the files are 5 MiB in all: the service takes at most 4 MiB"),
+        ([1] * 11, "canvas run: too many files: 11 (the service takes at most 10)"),
+    ],
+)
+def test_files_the_service_would_refuse_are_refused_before_anything_is_sent(
+    api, sleeps, capsys, tmp_path, sizes, message
+):
+    # Given files past the service's limits (4 MiB each and in all, 10 files)
+    paths = []
+    for index, size in enumerate(sizes):
+        paths += ["--file", str(tmp_path / f"f{index}.txt")]
+        (tmp_path / f"f{index}.txt").write_bytes(b"x" * size)
+    # When they are to be uploaded, Then the command stops with a usage error naming the limit, and sends nothing
+    assert canvas(api, "run", "x", *paths) == 2
+    assert capsys.readouterr().err.splitlines() == [message.format(tmp_path / "f0.txt")]
+    assert api.requests == []
+
+
 def test_no_api_key_is_a_usage_error(monkeypatch, capsys):
     monkeypatch.delenv("CANVAS_API_KEY", raising=False)
 

@@ -250,6 +250,7 @@ def run_run(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         raise UsageError("the prompt is empty")
+    _check_uploads(args.files)
     files = [_read_upload(path) for path in args.files]
     _check_out_dir(args.out)
     with _client(args) as client:
@@ -463,6 +464,36 @@ def _save_artifacts(client: CanvasClient, run: dict[str, Any], out: Path) -> Non
     for artifact in artifacts:
         path = download_artifact(client, artifact, out)
         _say(f"Saved {path} ({size(path.stat().st_size)})")
+
+
+def _check_uploads(paths: list[Path]) -> None:
+    """Refuse, before anything is read or sent, files the service would refuse for their number or size (its
+    limits, docs/api.md): a request past them would be sent whole only to be answered 413."""
+    from canvas_core.settings.api import ApiSettings
+
+    limits = {
+        name: ApiSettings.model_fields[name].default for name in ("max_files", "max_file_bytes", "max_upload_bytes")
+    }
+    if len(paths) > limits["max_files"]:
+        raise UsageError(f"too many files: {len(paths)} (the service takes at most {limits['max_files']})")
+    sizes = []
+    for path in paths:
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if sizes[-1] > limits["max_file_bytes"]:
+            raise UsageError(
+                f"{path} is {_mib(sizes[-1])}: the service takes files of at most {_mib(limits['max_file_bytes'])}"
+            )
+    if sum(sizes) > limits["max_upload_bytes"]:
+        raise UsageError(
+            f"the files are {_mib(sum(sizes))} in all: the service takes at most {_mib(limits['max_upload_bytes'])}"
+        )
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB".replace(".0 MiB", " MiB")
 
 
 def _read_upload(path: Path) -> tuple[str, bytes, str]:
