@@ -80,13 +80,26 @@ def test_openai_an_answer_that_ignores_the_schema_is_refused_with_the_reason(rep
     assert refused.value.completion is not None and refused.value.completion.model_id == "gpt-test"
 
 
+REFUSED = "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model."
+
+
+def test_openai_an_endpoint_refusing_the_schemas_bounds_is_sent_it_without_them_still_constrained():
+    with FakeOpenAI(reply=lambda call: json.dumps(VALID)) as fake:
+        fake.fail_next(400, "invalid_request_error", message="Invalid schema for response_format 'Pick': "
+                       "'maxItems' is not permitted.", when=lambda call: "response_format" in call.body)  # fmt: skip
+        provider = OpenAIProvider(base_url=fake.base_url, model_id="strict-model", structured_output="json_schema")
+        answer = complete_structured(provider, system="", prompt="Pick one.", role="analyst", schema=Pick)
+        first, second = (c.body["response_format"]["json_schema"]["schema"] for c in fake.calls)
+    # Then the second request held the schema without its bounds, and the answer was still constrained and checked
+    assert answer.value == Pick(**VALID) and answer.unconstrained == ""
+    assert "maxItems" in json.dumps(first) and "maxItems" not in json.dumps(second)
+    assert second["properties"]["colour"]["enum"] == ["red", "green", "blue"]
+
+
 def test_openai_an_endpoint_refusing_the_constraint_is_asked_without_it_and_says_so():
     with FakeOpenAI(reply=lambda call: json.dumps(VALID)) as fake:
         fake.fail_next(
-            400,
-            "invalid_request_error",
-            message="Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
-            when=lambda call: "response_format" in call.body,
+            400, "invalid_request_error", times=2, message=REFUSED, when=lambda call: "response_format" in call.body
         )
         provider = OpenAIProvider(base_url=fake.base_url, model_id="old-model", structured_output="json_schema")
         first = complete_structured(provider, system="", prompt="Pick one.", role="analyst", schema=Pick)
@@ -95,8 +108,8 @@ def test_openai_an_endpoint_refusing_the_constraint_is_asked_without_it_and_says
     # Then the answers are read from the text, each saying why it was not constrained, and the refusal is not repeated
     assert first.value == Pick(**VALID) and "refused the schema constraint" in first.unconstrained
     assert second.unconstrained == first.unconstrained
-    assert ["response_format" in b for b in bodies] == [True, False, False]
-    assert '"additionalProperties":false' in bodies[1]["messages"][-1]["content"]
+    assert ["response_format" in b for b in bodies] == [True, True, False, False]
+    assert '"additionalProperties":false' in bodies[2]["messages"][-1]["content"]
 
 
 @pytest.fixture

@@ -51,6 +51,8 @@ RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 _CAP_FIELDS: dict[tuple[str, str], str] = {}
 # Endpoints and models that refused a structured-output constraint, and what they said (learnt once per container).
 _UNCONSTRAINED: dict[tuple[str, str], str] = {}
+# Endpoints and models that refused a schema with length and size bounds, and are sent it without them.
+_PORTABLE: set[tuple[str, str]] = set()
 
 
 class OpenAIProvider:
@@ -101,12 +103,16 @@ class OpenAIProvider:
             text_ask = fit_input(system, f"{prompt}\n\nAnswer with one JSON object of this JSON schema, and nothing "
                                          f"else:\n{schema_text(schema)}")  # fmt: skip
             return self._chat(model_id, role, system, text_ask), reason
+        portable = where in _PORTABLE
         try:
-            return self._chat(model_id, role, system, ask, response_format(form, schema, name)), ""
+            return self._chat(model_id, role, system, ask, response_format(form, schema, name, portable)), ""
         except BlockFatalError as exc:
             if not refused_constraint(str(exc)) or isinstance(exc, AnswerCutError):
                 raise
-            _UNCONSTRAINED[where] = f"the endpoint refused the schema constraint: {str(exc)[:200]}"
+            if portable:
+                _UNCONSTRAINED[where] = f"the endpoint refused the schema constraint: {str(exc)[:200]}"
+            else:
+                _PORTABLE.add(where)  # first without the keywords some endpoints' strict mode refuses
             return self.complete_structured(system=system, prompt=prompt, role=role, schema=schema, name=name)
 
     def describe_image(self, *, system: str, prompt: str, image: bytes, image_format: str, role: str) -> Completion:
@@ -206,13 +212,15 @@ class OpenAIProvider:
         return f"The OpenAI-compatible endpoint {self.base_url}"
 
 
-def response_format(form: str, schema: type[BaseModel], name: str) -> dict[str, Any]:
+def response_format(form: str, schema: type[BaseModel], name: str, portable: bool = False) -> dict[str, Any]:
     """`response_format` constraining the answer to `schema`: OpenAI's strict json_schema form, or llama-cpp-python's
-    json_object form with a schema."""
+    json_object form with a schema; `portable`, without the length and size bounds some strict modes refuse (the
+    answer is still validated with them)."""
+    document = strict_schema(schema, portable=portable)
     if form == "json_object":
-        return {"type": "json_object", "schema": strict_schema(schema)}
+        return {"type": "json_object", "schema": document}
     safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "answer"
-    return {"type": "json_schema", "json_schema": {"name": safe_name, "strict": True, "schema": strict_schema(schema)}}
+    return {"type": "json_schema", "json_schema": {"name": safe_name, "strict": True, "schema": document}}
 
 
 def _error_detail(exc: urllib.error.HTTPError) -> tuple[str, str | None]:

@@ -92,15 +92,28 @@ def json_object(text: str) -> Any:
     raise ValueError("the answer holds no valid JSON")
 
 
-def strict_schema(schema: type[BaseModel]) -> dict[str, Any]:
+BOUNDS = (
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+)
+
+
+def strict_schema(schema: type[BaseModel], portable: bool = False) -> dict[str, Any]:
     """The model's JSON schema as strict structured output takes it: every object's properties all required (an
-    optional one may be null), no other property allowed, no defaults or titles."""
+    optional one may be null), no other property allowed, no defaults or titles; `portable`, without length, size
+    and range bounds too (some endpoints' strict modes refuse them)."""
     document = copy.deepcopy(schema.model_json_schema())
 
     def tighten(node: Any) -> None:
         if isinstance(node, dict):
             # Annotations, not properties of those names: a property's schema is a dict.
-            for annotation in ("default", "title"):
+            for annotation in ("default", "title", *(BOUNDS if portable else ())):
                 if annotation in node and not isinstance(node[annotation], dict):
                     del node[annotation]
             if node.get("type") == "object" and "properties" in node:
