@@ -88,6 +88,38 @@ def test_an_ended_run_is_its_rest_data_a_line_with_its_answer_and_links_to_its_f
     assert str(readable.uri) == f"canvas://runs/{RUN_ID}/artifacts/{ARTIFACT_ID}.html"
 
 
+class RunningThenEnded(FakeBackend):
+    """A run polled three times: 1 of 3 tasks done, again 1 of 3, then ended."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls = [
+            {**ENDED_RUN, "status": "running", "progress": {"tasks_completed": 1, "tasks_total": 3, "elapsed_ms": 1}},
+            {**ENDED_RUN, "status": "running", "progress": {"tasks_completed": 1, "tasks_total": 3, "elapsed_ms": 2}},
+            ENDED_RUN,
+        ]
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        return self.polls.pop(0) if len(self.polls) > 1 else self.polls[0]
+
+
+def test_a_wait_reports_progress_when_asked_each_value_greater_than_the_last(monkeypatch):
+    monkeypatch.setattr("canvas_core.mcp.tools.WAIT_POLL_SECONDS", 0.01)
+    notified: list[tuple[float, float | None, str | None]] = []
+
+    async def run() -> Any:
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            notified.append((done, total, message))
+
+        async with Client(create_server(RunningThenEnded, max_wait_seconds=5)) as client:
+            return await client.call_tool("wait_for_run", {"run_id": RUN_ID}, progress_callback=on_progress)
+
+    result = anyio.run(run)
+
+    assert result.structured_content["status"] == "completed"
+    assert notified == [(1.0, 3.0, "running: 1 of 3 tasks"), (3.0, 3.0, "completed: 3 of 3 tasks")]
+
+
 def test_a_text_file_reads_as_a_resource_with_its_mime_type():
     async def run() -> Any:
         async with Client(create_server(FakeBackend, max_wait_seconds=5)) as client:

@@ -1,7 +1,7 @@
-"""POST /mcp: the MCP server over Streamable HTTP, stateless, with JSON responses, for one API Gateway (REST proxy)
-event at a time. The caller's API key (X-API-KEY, or `Authorization: Bearer sk_...`) is checked first, as on every
-route, and answered 401 in the contract's shape; then the SDK's transport answers the JSON-RPC message, its tools
-acting for the key's account."""
+"""POST /mcp: the MCP server over Streamable HTTP, stateless, with JSON responses (an event stream only for a call that
+asks for progress), for one API Gateway (REST proxy) event at a time. The caller's API key (X-API-KEY, or
+`Authorization: Bearer sk_...`) is checked first, as on every route, and answered 401 in the contract's shape; then
+the SDK's transport answers the JSON-RPC message, its tools acting for the key's account."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ async def _serve(server: MCPServer, event: dict[str, Any]) -> dict[str, Any]:
     # and a session manager runs once.
     server.streamable_http_app(
         stateless_http=True,
-        json_response=True,
+        json_response=not _asks_for_progress(event),
         max_request_body_size=MAX_REQUEST_BYTES,
         # DNS rebinding protects a server a browser can reach without credentials; every request here carries a key.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
@@ -111,6 +111,22 @@ async def _serve(server: MCPServer, event: dict[str, Any]) -> dict[str, Any]:
         "body": b"".join(chunks).decode("utf-8"),
         "isBase64Encoded": False,
     }
+
+
+def _asks_for_progress(event: dict[str, Any]) -> bool:
+    """Whether the request is a call carrying a progressToken from a client that reads event streams: it is then
+    answered as one (its progress notifications, then its result), which API Gateway delivers whole when the call
+    ends; any other request is answered with one JSON body."""
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    if "text/event-stream" not in headers.get("accept", ""):
+        return False
+    try:
+        message = json.loads(event.get("body") or "") if not event.get("isBase64Encoded") else None
+    except ValueError:
+        return False
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and meta.get("progressToken") is not None
 
 
 def _scope(event: dict[str, Any]) -> dict[str, Any]:

@@ -125,18 +125,13 @@ def create_server(backend_for: Callable[[], CanvasBackend], *, max_wait_seconds:
         progress (tasks done of tasks planned) when the client asks for it."""
         backend = backend_for()
         deadline = time.monotonic() + min(timeout_seconds, max_wait_seconds)
+        reported = _Reported(ctx)
         while True:
             try:
                 run = await _call(lambda: backend.get_run(run_id))
             except ServiceError as refused:
                 return _refused(refused.message)
-            progress = run.get("progress") or {}
-            if ctx is not None and progress:
-                await ctx.report_progress(
-                    progress.get("tasks_completed", 0),
-                    progress.get("tasks_total") or None,
-                    f"{run['status']}: {progress.get('tasks_completed', 0)} of {progress.get('tasks_total', 0)} tasks",
-                )
+            await reported.progress(run)
             if run["status"] in TERMINAL_STATUSES or time.monotonic() + WAIT_POLL_SECONDS > deadline:
                 return _result(run, _run_content(run))
             await anyio.sleep(WAIT_POLL_SECONDS)
@@ -207,6 +202,34 @@ def _artifact_reader(backend_for: Callable[[], CanvasBackend]) -> Callable[[str,
         return file.data.decode("utf-8", errors="replace")
 
     return artifact
+
+
+class _Reported:
+    """A wait's progress notifications (the SDK sends none unless the call carried a progressToken): tasks done of
+    tasks planned, each time more are done, and the whole once the run has ended; MCP wants each value greater than
+    the last."""
+
+    def __init__(self, ctx: Context | None):
+        self.ctx = ctx
+        self.done = 0.0
+        self.total = 0.0
+
+    async def progress(self, run: dict[str, Any]) -> None:
+        if self.ctx is None:
+            return
+        counts = run.get("progress") or {}
+        self.total = float(counts.get("tasks_total") or self.total)
+        if run["status"] in TERMINAL_STATUSES:
+            # An ended run reports no counts: its end is the whole of what was planned.
+            done = max(self.total, 1.0)
+            self.total = done
+        else:
+            done = float(counts.get("tasks_completed") or 0)
+        if done > self.done:
+            self.done = done
+            await self.ctx.report_progress(
+                done, self.total or None, f"{run['status']}: {done:g} of {self.total:g} tasks"
+            )
 
 
 async def _call[T](operation: Callable[[], T]) -> T:
