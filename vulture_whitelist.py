@@ -147,3 +147,6 @@ _.SpooledTemporaryFile
 _.closed
 _.tell
 _.max_size
+
+# canvas_local/frontdoor.py's _ChunkedReceiver ends waitress's chunked read the way waitress's own errors do.
+_.all_chunks_received
