@@ -7,6 +7,7 @@ opens the run's answer and whose items carry each question's query and result fo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -104,7 +105,20 @@ def _answer(asked: Asked, revision: Revision | None) -> Answer:
             dataset=asked.dataset,
         )
     sentence = _sentence(result, asked, asked.dataset)
+    noun = _rows_named(question, asked.dataset)
+    if noun:
+        sentence = sentence.replace("number of rows", f"number of {noun}")  # "the number of orders", as asked
     return Answer(question, "answered", sentence, query=query, result=result, dataset=asked.dataset)
+
+
+def _rows_named(question: str, dataset: Dataset) -> str:
+    """The word the question calls the table's rows by ("orders", "tickets"), when it uses one."""
+    from canvas_core.analysis.questions import row_nouns
+    from canvas_core.analysis.rules import words
+
+    nouns = row_nouns(dataset) - {"row", "record", "entry", "entrie", "line", "item", "case", "observation"}
+    return next((w for w in re.findall(r"[A-Za-z]+", question.lower()) if words(w) and words(w)[0] in nouns
+                 and w.endswith("s")), "")  # fmt: skip
 
 
 def _short(question: str, limit: int = 120) -> str:

@@ -152,8 +152,8 @@ def filter_phrase(item: Filter) -> str:
 
 
 def _value_text(value: str | float) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, float):
+        return f"{int(value):,}" if value.is_integer() else f"{value:,}"
     return str(value)
 
 

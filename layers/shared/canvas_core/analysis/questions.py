@@ -389,7 +389,7 @@ def _mention(question: _Words, column: Column) -> tuple[float, int]:
     return weight / len(wanted), min(places)
 
 
-def _row_nouns(dataset: Dataset) -> set[str]:
+def row_nouns(dataset: Dataset) -> set[str]:
     name = re.sub(r"\.(csv|tsv|xlsx|parquet)\b", " ", dataset.name.lower())
     return {w for w in words(name) if len(w) >= 3 and w not in ("sheet", "data", "file", "table")} | ROW_NOUNS
 
@@ -448,7 +448,7 @@ def choose_dataset(question: str, datasets: list[Dataset]) -> Dataset | None:
     for dataset in datasets:
         score = sum(_mention(said, c)[0] for c in dataset.columns)
         score += 0.9 * len(_value_mentions(said, dataset))
-        score += 0.5 * sum(1 for w in _row_nouns(dataset) - ROW_NOUNS if said.has(w))
+        score += 0.5 * sum(1 for w in row_nouns(dataset) - ROW_NOUNS if said.has(w))
         if score > best_score:
             best, best_score = dataset, score
     return best
@@ -679,7 +679,7 @@ def _about(said: _Words, dataset: Dataset, values: list[_ValueMention]) -> bool:
         said.text,
     ):
         return True  # "What's the YoY growth?", "Which was our worst quarter?": of the table's measure over time
-    return any(said.has(w) for w in _row_nouns(dataset) - ROW_NOUNS) or bool(
+    return any(said.has(w) for w in row_nouns(dataset) - ROW_NOUNS) or bool(
         re.search(r"\b(rows|records|entries|the data|the table|this data|the dataset)\b", said.text)
     )
 
@@ -722,7 +722,7 @@ def _native_grain(dataset: Dataset, column: Column | None) -> str | None:
 def _only_rows(said: _Words, name: str, dataset: Dataset) -> bool:
     """Whether a column is named only as the table's rows ("how many agents" of an Agents sheet), not as groups."""
     column_words = _column_words(Column(name, "text", 0))
-    if not all(w in _row_nouns(dataset) for w in column_words):
+    if not all(w in row_nouns(dataset) for w in column_words):
         return False
     return not any(
         re.search(rf"\b(by|per|each|every|which|what|for each|in each)\s+{re.escape(w)}", " ".join(said.list))
@@ -757,7 +757,7 @@ def _numeric_filters(said: _Words, dataset: Dataset) -> list[Filter]:
             if scored:
                 target = scored[-1][1]
                 break
-        if target is None and any(w in _row_nouns(dataset) for w in _Words.of(before).list[-3:]):
+        if target is None and any(w in row_nouns(dataset) for w in _Words.of(before).list[-3:]):
             target = _money_column(numbers)  # "orders over 1,000": the orders' value
         if target is not None and not (1900 <= value <= 2100 and target.kind != "number"):
             found.append(Filter(column=target.name, operator=operator, values=[value]))  # type: ignore[arg-type]
@@ -770,7 +770,7 @@ def _measure(
     """The measure and its aggregate, or None and what the table lacks."""
     columns = dataset.columns
     text = said.text
-    rows = _row_nouns(dataset)
+    rows = row_nouns(dataset)
     distinct = DISTINCT.search(text)
     if distinct:
         counted_words = _Words.of(distinct.group(1))
@@ -913,7 +913,7 @@ def _unknown_measure(said: _Words, dataset: Dataset, value_spans: list[tuple[int
     """Words in the question's measure slot ("the profit margin", "average first response time", "most
     profitable") that name no column, no value and nothing the question vocabulary knows: the measure the table
     lacks ("" when the slot names the table's own columns or rows, or holds no such word)."""
-    known = [w for c in dataset.columns for w in _column_words(c)] + list(_row_nouns(dataset))
+    known = [w for c in dataset.columns for w in _column_words(c)] + list(row_nouns(dataset))
     value_words = {w for s, e in value_spans for w in words(said.text[s:e])}
     tokens = re.findall(r"[a-z]+", said.text)
     for at, token in enumerate(tokens):
