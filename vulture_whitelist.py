@@ -31,6 +31,7 @@ _.attempted
 _.node_width
 _.node_height
 _.awaiting_approval
+_.content_truncated
 
 # Standard library callbacks and settings, called or read by the base class: HTMLParser's handlers,
 # http.client's connect, http.server's request handlers and server options, WSGI's start_response.

@@ -371,7 +371,15 @@ def test_an_output_too_large_for_its_item_spills_to_s3_and_reads_back_whole(
     _, body = get(
         function, context, account.api_key, "api/get_canvas_dag", "get_canvas_dag", canvas_id=created["canvas_id"]
     )
-    assert body["data"]["nodes"][0]["content"] == big
+    first = body["data"]["nodes"][0]
+    assert first["content_truncated"] is True and first["content_length"] == len(big)
+    assert big.startswith(first["content"])
+    # (the whole of one node, a page at a time: ?node=<id>&offset=<characters read>)
+    event = load_event("get_canvas_dag", api_key=account.api_key, path_parameters={"canvas_id": created["canvas_id"]})
+    event["queryStringParameters"] = {"node": first["id"]}
+    event["multiValueQueryStringParameters"] = {"node": [first["id"]]}
+    [node] = body_of(function("api/get_canvas_dag")(event, context))["data"]["nodes"]
+    assert node["content"] == big and "content_truncated" not in node
 
 
 def test_a_block_works_while_its_running_mark_is_written_and_completes_after_it(

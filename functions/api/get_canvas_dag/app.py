@@ -3,7 +3,7 @@
 from typing import Annotated
 from uuid import UUID
 
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.api import answers, caller_account, create_app, handle, ok
@@ -20,8 +20,17 @@ app = create_app()
     tags=["Canvases"],
     responses=answers(CanvasDagResponse, 400, 401, 404),
 )
-def get_dag(canvas_id: Annotated[UUID, Path(description="The run's canvas_id")]) -> dict:
-    return ok(get_canvas_dag(str(canvas_id), caller_account(app)))
+def get_dag(
+    canvas_id: Annotated[UUID, Path(description="The run's canvas_id")],
+    node: Annotated[
+        str | None,
+        Query(max_length=100, description="Extension: one node's id, to read its whole content a page at a time"),
+    ] = None,
+    offset: Annotated[
+        int, Query(ge=0, description="Extension, with node: the first character of the page (the characters read)")
+    ] = 0,
+) -> dict:
+    return ok(get_canvas_dag(str(canvas_id), caller_account(app), node=node, offset=offset))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)

@@ -9,9 +9,9 @@ from typing import Any
 from canvas_core.adapters.events import Events
 from canvas_core.adapters.store import Store
 from canvas_core.clock import now_ms
-from canvas_core.content import with_full_content
+from canvas_core.content import run_text_fields, with_full_content
 from canvas_core.dataflow import describe_error, record_block_failure, wire
-from canvas_core.errors import CreditsExhaustedError
+from canvas_core.errors import CreditsExhaustedError, StorageBusyError, StorageError
 from canvas_core.estimates import estimate_block_credits
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunStatus, TaskStatus
 from canvas_core.models.items import Artifact, EdgeItem, NodeItem, RunError, RunItem
@@ -198,17 +198,31 @@ def finalize_run(
     finished_at_ms = now_ms()
     # The task tree ends before the run shows ended, so a client that sees the run end reads its tree ended too.
     store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), _tree_status(status))
-    ended = store.finish_run(
-        run_id,
-        run.account_id,
-        status=status.value,
-        finished_at_ms=finished_at_ms,
-        final_output=_final_output(completed, edges, [a.name for a in artifacts]),
-        models_used=sorted({*run.planning_models_used, *(m for n in ran for m in n.models_used)}),
-        credits_consumed=run.planning_credits + sum(n.credits for n in ran),
-        artifacts=artifacts,
-        errors=errors,
-    )
+    ending = {
+        "status": status.value,
+        "finished_at_ms": finished_at_ms,
+        "models_used": sorted({*run.planning_models_used, *(m for n in ran for m in n.models_used)}),
+        "credits_consumed": run.planning_credits + sum(n.credits for n in ran),
+    }
+    try:
+        ended = store.finish_run(
+            run_id,
+            run.account_id,
+            **ending,
+            artifacts=artifacts,
+            # By reference when large, so that the write that ends the run holds whatever its blocks produced.
+            **run_text_fields(
+                _final_output(completed, edges, [a.name for a in artifacts]), errors, run.account_id, run_id
+            ),
+        )
+    except StorageError as exc:
+        if isinstance(exc, StorageBusyError):
+            raise  # passing: the step's retry ends the run whole
+        # What the run produced could not be written: it ends all the same (its slot and reservation settled), with
+        # the reason, rather than fail again on every path that would end it.
+        logger.exception("The run's results could not be written; ending it without them")
+        unwritten = RunError(error=f"The run's results could not be recorded: {exc}", recoverable=False)
+        ended = store.finish_run(run_id, run.account_id, **ending, errors=[*errors[:1], unwritten])
     if ended:
         (events or Events()).publish_run_status(run.account_id, run_id, status.value, finished_at_ms)
         count("RunsEnded", status=status.value)

@@ -14,6 +14,7 @@ from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.idempotency import call_once
 from canvas_core.adapters.store import Store
 from canvas_core.clock import iso_utc, new_id, now_ms, parse_uuid
+from canvas_core.content import with_full_run_text
 from canvas_core.errors import (
     ArtifactNotFoundError,
     BadRequestError,
@@ -184,6 +185,8 @@ def get_run_status(
     # Another account's run answers exactly as a missing one.
     if run is None or run.account_id != account_id:
         raise RunNotFoundError(run_id)
+    files = files or ArtifactStore()
+    run = with_full_run_text(run, files)
 
     response = RunStatusResponse(
         run_id=run.run_id,
@@ -214,7 +217,6 @@ def get_run_status(
         rerun_of=RerunOfView(**run.rerun_of.model_dump()) if run.rerun_of else None,
     )
     if run.status in (RunStatus.COMPLETED, RunStatus.PARTIAL):
-        files = files or ArtifactStore()
         response.result = RunResult(
             final_output=run.final_output or "",
             artifacts=[

@@ -158,6 +158,14 @@ class NodeView(Model):
         default=None,
         description="Extension: true on a re-run's block carried over from the run it re-ran (not run again)",
     )
+    content_truncated: bool | None = Field(
+        default=None,
+        description="Extension: true when `content` is a part of the block's output; the rest is read with "
+        "`?node=<id>&offset=<characters read so far>`",
+    )
+    content_length: int | None = Field(
+        default=None, description="Extension: the whole output's length in characters, set when `content` is a part"
+    )
 
 
 class ApproveRunRequest(Model):

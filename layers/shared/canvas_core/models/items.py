@@ -60,6 +60,10 @@ class RunItem(Model):
     models_used: list[str] = Field(default_factory=list)
     credits_consumed: int = 0
     errors: list[RunError] = Field(default_factory=list)
+    # Set when the final output or the errors were too large for the item (canvas_core.content): the S3 key of the
+    # whole text, the item keeping a preview.
+    final_output_key: str | None = None
+    errors_key: str | None = None
     # What the Planner used (set once by Plan Canvas); metadata adds it to the blocks' models and credits.
     planning_models_used: list[str] = Field(default_factory=list)
     planning_credits: int = 0
