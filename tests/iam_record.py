@@ -166,7 +166,7 @@ def resource_name(value: Any) -> str:
             return f"{resource_name(value['Fn::Sub'][1]['functionName'])}*"
         text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
         text = text.replace("arn:${AWS::Partition}:", "")
-        return re.sub(r"\$\{([A-Za-z0-9]+)(?:\.Arn)?\}", r"\1", text)
+        return re.sub(r"\$\{([A-Za-z0-9]+)(?:\.Arn|\.Name)?\}", r"\1", text)
     if "Fn::If" in value:
         _, when_true, when_false = value["Fn::If"]
         return f"{resource_name(when_true)}|{resource_name(when_false)}"

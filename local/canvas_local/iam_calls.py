@@ -173,6 +173,10 @@ def unwatch(session: Any, hook: CallHook) -> None:
     session.events.unregister("after-call.s3.HeadObject", hook.after_s3_read)
 
 
+# How a policy names a state machine's executions (template.yaml: `...:execution:${Machine.Name}:*`).
+EXECUTIONS_OF = "${{AWS::Region}}:${{AWS::AccountId}}:execution:{}:*"
+
+
 def authorized(
     service: str, operation: str, params: Mapping[str, Any], logical_ids: Mapping[str, str]
 ) -> list[tuple[str, str]]:
@@ -193,8 +197,11 @@ def authorized(
     if service == "sfn":
         if operation in _TASK_TOKEN_ACTIONS:
             return [(f"states:{operation}", "*")]
-        target = params.get("stateMachineArn") or params.get("executionArn") or "*"
-        return [(f"states:{operation}", name(target))]
+        if "executionArn" in params:
+            # An execution, as a policy names it: its state machine's executions, `execution:<name>:*`.
+            machine = params["executionArn"].replace(":execution:", ":stateMachine:").rsplit(":", 1)[0]
+            return [(f"states:{operation}", f"states:{EXECUTIONS_OF.format(name(machine))}")]
+        return [(f"states:{operation}", name(params.get("stateMachineArn") or "*"))]
     if service == "sqs":
         if operation == "GetQueueUrl" and params.get("QueueName") in logical_ids:
             # The embedded stack gives a template queue's name where AWS gives its URL (`Ref`), and the function

@@ -129,6 +129,51 @@ def test_an_execution_aborted_from_outside_fails_the_run(local_stack):
     assert nodes[0].status.value == "completed"
     assert nodes[2].status.value != "completed"
     nothing_running(created.canvas_id)
+    # And the run's slot among the account's running runs is back
+    assert int(Store().get_account(account_id).get("active_runs", 0)) == 0
+
+
+def test_a_cancel_stops_the_execution_and_its_slot_comes_back_once_the_execution_has_ended(local_stack):
+    from canvas_core.reviews import cancel_run
+
+    # Given a run whose first block completed and whose second is working
+    dag = Dag([Block(0.05), Block(hang=True), Block(0.05)], [(0, 1), (1, 2)])
+    with scripted({"cancelled": dag}) as script:
+        account_id = authenticate({"X-API-KEY": local_stack.api_keys[0]})
+        balance = int(Store().get_account(account_id)["credits_balance"])
+        created = create_run(CreateRunRequest(prompt="cancelled", template="auto"), account_id)
+        arn = local_stack.state_machine_arns["RunCanvasStateMachine"].replace(":stateMachine:", ":execution:")
+        execution_arn = f"{arn}:{created.run_id}"
+        deadline = time.monotonic() + 30
+        while len(script.started) < 2:
+            assert time.monotonic() < deadline, "the slow block never started"
+            time.sleep(0.05)
+        # When the client cancels it
+        cancelled = cancel_run(created.run_id, account_id)
+        # Then the run has ended for the client, its execution is stopping, and the slot is held while it does
+        assert cancelled.status.value == "partial"
+        sfn = local_stack.client("stepfunctions")
+        assert sfn.describe_execution(executionArn=execution_arn)["status"] in ("ABORTED", "RUNNING")
+        time.sleep(0.5)
+        assert int(Store().get_account(account_id)["active_runs"]) == 1
+        # When the running block returns (moto ends a stopped execution only then; AWS at once)
+        script.release()
+        ended = local_stack.wait_for_execution(execution_arn, timeout=30)
+    # Then the execution was stopped (moto may report a stop inside a Map as FAILED), and its end gave the slot back
+    assert ended["status"] in ("ABORTED", "FAILED")
+    deadline = time.monotonic() + 10
+    while int(Store().get_account(account_id)["active_runs"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert int(Store().get_account(account_id)["active_runs"]) == 0
+    # And the credits add up: the completed block and planning are charged, the stopped block is not
+    run = Store().get_run(created.run_id)
+    _, nodes, _ = Store().get_canvas(created.canvas_id)
+    assert [n.status.value for n in nodes] == ["completed", "error", "error"]
+    assert nodes[1].credits == 0 and nodes[2].credits == 0
+    assert run.credits_consumed == run.planning_credits + nodes[0].credits
+    assert int(Store().get_account(account_id)["credits_balance"]) == balance - run.credits_consumed
+    assert run.errors[0].error == "Cancelled by the client"
+    nothing_running(created.canvas_id)
 
 
 def test_stopping_the_stack_with_a_run_in_flight_logs_no_error(

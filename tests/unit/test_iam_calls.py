@@ -83,6 +83,11 @@ def test_task_tokens_name_no_resource_and_executions_name_their_state_machine():
     assert authorized("sfn", "StartExecution", {"stateMachineArn": arn}, NAMES) == [
         ("states:StartExecution", "RunCanvasStateMachine")
     ]
+    # An execution is named as a policy names its state machine's executions
+    execution = arn.replace(":stateMachine:", ":execution:") + ":0b5e2c1a-run"
+    assert authorized("sfn", "StopExecution", {"executionArn": execution}, NAMES) == [
+        ("states:StopExecution", "states:${AWS::Region}:${AWS::AccountId}:execution:RunCanvasStateMachine:*")
+    ]
 
 
 def test_queues_and_the_default_event_bus():

@@ -130,14 +130,20 @@ def _fail_unpaid(store: Store, run: RunItem, why: str) -> None:
 
 
 def finalize_run(
-    run_id: str, failure: str | None = None, store: Store | None = None, events: Events | None = None
+    run_id: str,
+    failure: str | None = None,
+    store: Store | None = None,
+    events: Events | None = None,
+    hold_slot: bool = False,
 ) -> dict[str, Any]:
     """End a run: its final output from the blocks that completed, its status from how many did, its errors
     from those that did not, and why those that completed on a fallback fell back. With `failure` (the run itself
     broke, or was abandoned, e.g. found `running` after an unclean restart), unfinished blocks fail and the status
     is at best `partial`. Whichever path ends the run, the write that ends it gives back the run's slot, once (a
     run already ended is left as it is), and publishes the run's status change (only the write that won). A run a
-    client cancelled ends cancelled, whichever path ends it."""
+    client cancelled ends cancelled, whichever path ends it. A cancel passes `hold_slot`: the run keeps its slot until
+    its execution has ended; every other caller ends an execution (or finds it ended), so it gives back a slot a
+    cancel held."""
     store = store or Store()
     logger.append_keys(run_id=run_id)
     # Read strongly: a cancel marked on the run before it ended the blocks that brought this end about is seen.
@@ -145,6 +151,8 @@ def finalize_run(
     if run is None:
         raise RunStateError(f"Run not found: {run_id}")
     if run.status != RunStatus.RUNNING:
+        if run.slot_held and not hold_slot:
+            store.release_held_slot(run_id, run.account_id)
         return {"run_id": run_id, "status": run.status.value}
     if run.cancelled_at_ms is not None:
         # A client's cancel won: the run ends cancelled, whichever path ends it.
@@ -208,6 +216,7 @@ def finalize_run(
         ended = store.finish_run(
             run_id,
             run.account_id,
+            hold_slot=hold_slot,
             **ending,
             artifacts=artifacts,
             # By reference when large, so that the write that ends the run holds whatever its blocks produced.
@@ -222,7 +231,7 @@ def finalize_run(
         # the reason, rather than fail again on every path that would end it.
         logger.exception("The run's results could not be written; ending it without them")
         unwritten = RunError(error=f"The run's results could not be recorded: {exc}", recoverable=False)
-        ended = store.finish_run(run_id, run.account_id, **ending, errors=[*errors[:1], unwritten])
+        ended = store.finish_run(run_id, run.account_id, hold_slot=hold_slot, **ending, errors=[*errors[:1], unwritten])
     if ended:
         (events or Events()).publish_run_status(run.account_id, run_id, status.value, finished_at_ms)
         count("RunsEnded", status=status.value)
@@ -230,6 +239,9 @@ def finalize_run(
         # Another end came first (a cancel, Fail Run): the tree takes the status the run ended with.
         ended_run = store.get_run(run_id, consistent=True)
         ended_as = ended_run.status if ended_run else status
+        if ended_run is not None and ended_run.slot_held and not hold_slot:
+            # A cancel ended it first and held its slot: this end is the execution's, which gives it back.
+            store.release_held_slot(run_id, run.account_id)
         if ended_as != status:
             store.set_task_status(run.canvas_id, parent_task_id(run.canvas_id), _tree_status(ended_as))
     logger.info("Run finished", extra={"status": status.value, "blocks": len(nodes), "completed": len(completed)})

@@ -180,8 +180,10 @@ def cancel_run(
         current = store.get_run(run.run_id, consistent=True) or run
         if current.status != RunStatus.RUNNING or current.cancelled_at_ms is None:
             raise ConflictError(f"The run has ended ({current.status.value}); only a running run can be cancelled")
-    # Ended here, or by the run's own end that ending its blocks brought about: cancelled either way.
-    finalize_run(run.run_id, failure=CANCELLED, store=store, events=events)
+    # Ended here, or by the run's own end that ending its blocks brought about: cancelled either way. A run executing
+    # keeps its slot until its execution has stopped (the end of the execution gives it back): a client that creates
+    # and cancels runs in a loop never has more executions running than the account's limit.
+    finalize_run(run.run_id, failure=CANCELLED, store=store, events=events, hold_slot=not run.review_token)
     ended = store.get_run(run.run_id, consistent=True)
     if ended is None:
         raise RunNotFoundError(run.run_id)
@@ -192,11 +194,28 @@ def cancel_run(
         except StorageError:
             # The run has ended all the same; its execution ends when the review time runs out (Fail Run finds it).
             logger.warning("The cancelled run's wait could not be ended", exc_info=True)
+    _stop_execution(ended, store, executions)
     if not won:
         raise ConflictError(f"The run has ended ({ended.status.value}); only a running run can be cancelled")
     logger.info("Run cancelled", extra={"status": ended.status.value})
     count("RunsCancelled")
     return get_run_status(run.run_id, account_id, store=store)
+
+
+def _stop_execution(run: RunItem, store: Store, executions: Executions) -> None:
+    """Stop the cancelled run's execution, so that its running blocks' work ends with it. Its end gives back the slot
+    the run held (Fail Run on the execution's end, or Finalize Run); with no execution running, it is given back
+    here."""
+    if run.review_token:
+        return  # the failed task ends it, through Run Cancelled
+    try:
+        running = executions.stop(run.run_id, CANCELLED_ERROR, CANCELLED)
+    except StorageError:
+        # The execution ends on its own (its blocks find their nodes ended), and its end gives the slot back.
+        logger.warning("The cancelled run's execution could not be stopped", exc_info=True)
+        return
+    if not running and run.slot_held:
+        store.release_held_slot(run.run_id, run.account_id)
 
 
 def _owned_run(store: Store, run_id: str, account_id: str) -> RunItem:

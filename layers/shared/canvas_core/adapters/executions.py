@@ -32,9 +32,27 @@ class Executions:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
                 # Started already (a retried request): its ARN, as Step Functions names executions.
-                return f"{self.state_machine_arn.replace(':stateMachine:', ':execution:')}:{run_id}"
+                return self.execution_arn(run_id)
             raise StorageError(f"StartExecution failed: {exc.response.get('Error', {}).get('Code')}") from exc
         return str(response["executionArn"])
+
+    def execution_arn(self, run_id: str) -> str:
+        return f"{self.state_machine_arn.replace(':stateMachine:', ':execution:')}:{run_id}"
+
+    def stop(self, run_id: str, error: str, cause: str) -> bool:
+        """Stop the run's execution. True when it was running (it ends ABORTED, and what ends an execution follows);
+        False when none runs: never started, or ended already."""
+        arn = self.execution_arn(run_id)
+        try:
+            if self.sfn.describe_execution(executionArn=arn)["status"] != "RUNNING":
+                return False
+            self.sfn.stop_execution(executionArn=arn, error=error, cause=cause)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code == "ExecutionDoesNotExist":
+                return False
+            raise StorageError(f"StopExecution failed: {code}") from exc
+        return True
 
     def send_task_success(self, task_token: str, output: dict[str, Any]) -> bool:
         """Resume a parked task. False when the task is no longer waiting (already resumed, or timed out)."""

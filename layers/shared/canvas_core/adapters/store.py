@@ -301,11 +301,15 @@ class Store:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found[:limit], len(found) > limit
 
-    def finish_run(self, run_id: str, account_id: str | None = None, **fields: Any) -> bool:
+    def finish_run(self, run_id: str, account_id: str | None = None, hold_slot: bool = False, **fields: Any) -> bool:
         """Write a run's terminal fields once: only a run still `running` changes. False if it had ended.
         With `account_id` (every path that ends a run passes it), the same write settles the run with that account:
         its slot among the account's running runs is given back, the credits it set aside and did not spend return
-        to the balance, and what it spent (`credits_consumed`) is added to the month's use, exactly once."""
+        to the balance, and what it spent (`credits_consumed`) is added to the month's use, exactly once. With
+        `hold_slot` (a cancel, while the run's execution may still be running), the slot is kept and the run marked
+        `slot_held`, until `release_held_slot` as the execution ends."""
+        if hold_slot:
+            fields = {**fields, "slot_held": True}
         for _ in range(SETTLEMENT_ATTEMPTS):
             run = self._consistent_run(run_id) if account_id else None
             if account_id and run is None:
@@ -331,7 +335,7 @@ class Store:
                 }
             }
             spent = int(fields.get("credits_consumed") or 0)
-            settle = self._settle(account_id, reserved, spent, release_slot=True) if account_id else []
+            settle = self._settle(account_id, reserved, spent, release_slot=not hold_slot) if account_id else []
             settled_by = account_id or ""
             try:
                 self._transact([run_update, *settle])
@@ -353,6 +357,29 @@ class Store:
                         return False
             return True
         raise StorageBusyError("The run's reservation kept changing while it was settled")
+
+    def release_held_slot(self, run_id: str, account_id: str) -> bool:
+        """Give back the slot of an ended run that held it (`finish_run(hold_slot=True)`) until its execution ended:
+        once, whoever calls (False when it holds none); the count never goes below zero."""
+        run_update = {
+            "Update": {
+                "TableName": self.settings.runs_table,
+                "Key": {"run_id": {"S": run_id}},
+                "UpdateExpression": "REMOVE slot_held",
+                "ConditionExpression": "slot_held = :held",
+                "ExpressionAttributeValues": expression_values(held=True),
+            }
+        }
+        try:
+            self._transact([run_update, *self._settle(account_id, None, 0, release_slot=True)])
+        except ConditionFailed as exc:
+            if cancellation_codes(exc)[:1] == ["ConditionalCheckFailed"]:
+                return False
+            try:
+                self._transact([run_update])  # the account counts no running run: nothing to give back
+            except ConditionFailed:
+                return False
+        return True
 
     def _settle(self, account_id: str, reserved: Any, spent: int, release_slot: bool) -> list[dict[str, Any]]:
         """The account's side of a run's end: its slot given back (never below zero), and for a run that held a

@@ -83,6 +83,9 @@ class RunItem(Model):
     estimated_credits: int | None = None
     # Set by the cancel that won (docs/api.md, "Review and cancel"): whichever write ends the run, it ends cancelled.
     cancelled_at_ms: int | None = None
+    # Ended by a cancel while its execution still ran: the run keeps its slot among the account's running runs until
+    # the execution has ended (Store.release_held_slot), so that cancelling cannot get round the limit.
+    slot_held: bool | None = None
     # Set on a re-run: its canvas is a copy of that run's, planned already, where only that block and those
     # downstream of it run again.
     rerun_of: RerunOf | None = None
