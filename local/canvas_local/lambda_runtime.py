@@ -255,6 +255,8 @@ class LocalFunction:
         self.concurrency = concurrency
         self.environment = None if environment is None else dict(environment)
         self.load = load
+        # Errors a state machine's Catch names for this function: a branch of the workflow, logged at INFO.
+        self.caught_by_name: frozenset[str] = frozenset()
         self.cold_starts = 0
         self._idle: list[ExecutionEnvironment] = []
         self._size = 0
@@ -313,7 +315,10 @@ class LocalFunction:
             return Invocation(exc.payload, function_error="Unhandled")
         except Exception as exc:
             healthy = environment.init_ms is not None
-            LOG.exception("%s raised %s", self.name, type(exc).__name__)
+            if type(exc).__name__ in self.caught_by_name:
+                LOG.info("%s ended with %s, which its state machine catches by name", self.name, type(exc).__name__)
+            else:
+                LOG.exception("%s raised %s", self.name, type(exc).__name__)
             return Invocation(error_payload(exc, context.aws_request_id), function_error="Unhandled")
         finally:
             self._release(environment, healthy)

@@ -269,6 +269,10 @@ class LocalStack:
                 }
             )
             _check_functions(self.functions.values())
+            for machine in state_machines:
+                for name, errors in machine.caught_by_name().items():
+                    if name in self.functions:
+                        self.functions[name].caught_by_name |= errors
             self._provision(state_machines)
             self._start_queues()
             moto_patch.install(self._resolve_function)

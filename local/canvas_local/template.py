@@ -33,6 +33,7 @@ from canvas_local.lambda_runtime import (
     Handler,
     LocalFunction,
     function_arn,
+    function_name_of,
 )
 
 STACK_NAME = "canvas-local"
@@ -234,6 +235,30 @@ class StateMachineSpec:
     @property
     def arn(self) -> str:
         return state_machine_arn(self.logical_id)
+
+    def caught_by_name(self) -> dict[str, frozenset[str]]:
+        """For each function a Task invokes, the errors a Catch of that Task names by their own name (not
+        `States.*`): outcomes the workflow branches on by design (ReviewRequested parks a run for review)."""
+        caught: dict[str, set[str]] = {}
+
+        def walk(states: dict[str, Any]) -> None:
+            for state in states.values():
+                function = (state.get("Parameters") or {}).get("FunctionName")
+                if isinstance(function, str):
+                    names = {
+                        error
+                        for catcher in state.get("Catch") or ()
+                        for error in catcher.get("ErrorEquals") or ()
+                        if not error.startswith("States.")
+                    }
+                    if names:
+                        caught.setdefault(function_name_of(function), set()).update(names)
+                for nested in (state.get("ItemProcessor"), state.get("Iterator"), *(state.get("Branches") or ())):
+                    if isinstance(nested, dict):
+                        walk(nested.get("States") or {})
+
+        walk(json.loads(self.definition).get("States") or {})
+        return {function: frozenset(names) for function, names in caught.items()}
 
 
 @dataclass(frozen=True)

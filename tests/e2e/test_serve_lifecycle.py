@@ -177,6 +177,41 @@ def test_the_console_shows_one_line_per_run_start_and_end_and_the_log_file_the_j
     assert any("_aws" in entry for entry in logged)
 
 
+def test_a_review_run_parked_for_approval_puts_no_error_on_the_console(tmp_path):
+    # Given canvas serve with its default console
+    port = free_port()
+    command = [sys.executable, "-m", "canvas_local.cli", "serve", "--port", str(port), "--api-key", KEY]
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as output:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while "listening on" not in out.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, out.read_text()[-2000:]
+            time.sleep(0.2)
+        # When a run created with review=true is planned and parks, waiting for approval
+        response = httpx.post(
+            f"{base_url}/v1/run",
+            headers={"X-API-KEY": KEY},
+            data={"prompt": "A short report on tide pools", "review": "true"},
+            timeout=30,
+        )
+        assert response.status_code == 200, response.text
+        run_id = response.json()["data"]["run_id"]
+        deadline = time.monotonic() + 60
+        while not status_of(base_url, run_id).get("awaiting_approval"):
+            assert time.monotonic() < deadline, out.read_text()[-2000:]
+            time.sleep(0.3)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+    # Then the console says the run started and holds no ERROR line: parking is the outcome review asked for
+    output = out.read_text()
+    assert f"run {run_id} started" in output
+    assert not [line for line in output.splitlines() if " ERROR " in line], output
+
+
 def test_log_format_json_keeps_the_json_lines_on_standard_output(tmp_path):
     # When canvas serve runs one run with --log-format json
     output, run_id = run_one_and_stop(tmp_path, "--log-format", "json")

@@ -529,3 +529,30 @@ def test_an_environment_that_could_not_be_created_gives_its_place_back(monkeypat
     # Then a new environment serves it: the failed one holds no place in the pool
     assert answer == "served"
     assert function.environments == 1
+
+
+class ReviewRequested(Exception):
+    pass
+
+
+def test_an_error_the_state_machine_catches_by_name_is_logged_as_info_and_others_as_errors(caplog):
+    # Given a function whose state machine catches ReviewRequested by name
+    def plan_canvas(event: Any, context: Any) -> None:
+        if event["review"]:
+            raise ReviewRequested("Run r-1 waits for approval")
+        raise RuntimeError("planner unavailable")
+
+    function = LocalFunction.of("PlanCanvasFunction", plan_canvas)
+    function.caught_by_name = frozenset({"ReviewRequested"})
+
+    # When it raises the caught error, then another
+    with caplog.at_level(logging.INFO, logger=lambda_runtime.LOG.name):
+        parked = function.invoke({"review": True})
+        failed = function.invoke({"review": False})
+
+    # Then both answer Lambda's Unhandled payload, as the state machine's Catch needs
+    assert (parked.payload["errorType"], failed.payload["errorType"]) == ("ReviewRequested", "RuntimeError")
+    # And only the other error is logged as an error
+    logged = [(record.levelname, record.getMessage()) for record in caplog.records]
+    assert ("INFO", "PlanCanvasFunction ended with ReviewRequested, which its state machine catches by name") in logged
+    assert [message for level, message in logged if level == "ERROR"] == ["PlanCanvasFunction raised RuntimeError"]

@@ -251,3 +251,14 @@ def test_cloudformation_tags_read_as_their_long_forms(tmp_path):
         "C": {"Fn::Sub": "${X}"},
         "D": {"Fn::Select": [0, {"Fn::Split": [",", "a,b"]}]},
     }
+
+
+def test_the_errors_a_catch_names_are_read_per_function_and_states_all_is_not_one():
+    # Given the project's template, whose Plan Canvas catches ReviewRequested by name and everything with States.ALL
+    project = Template(Path(__file__).resolve().parents[2] / "template.yaml")
+
+    # When the state machines say which errors each function's Catch names
+    caught = {name: errors for machine in project.state_machines() for name, errors in machine.caught_by_name().items()}
+
+    # Then Plan Canvas's designed outcomes are named, and no function is listed for States.ALL alone
+    assert caught == {"PlanCanvasFunction": frozenset({"ReviewRequested", "RunCancelled"})}
