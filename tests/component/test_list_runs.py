@@ -10,7 +10,7 @@ import pytest
 
 from canvas_core.adapters.store import Store
 from canvas_core.auth import create_account_with_key
-from canvas_core.models.items import RunItem
+from canvas_core.models.items import RerunOf, RunItem
 from tests.support import body_of, load_event
 
 pytestmark = pytest.mark.component
@@ -108,6 +108,7 @@ def test_a_run_is_listed_with_its_summary_fields(aws, account, function, context
         "canvas_id": reported.canvas_id,
         "template_used": "report",
         "prompt": "Run made at 1763700001000",
+        "rerun_of": None,
     }
     assert second["run_id"] == listed_blocks.run_id
     assert second["status"] == "running"
@@ -177,3 +178,27 @@ def test_a_request_without_a_key_is_401_even_with_a_bad_limit(aws, account, func
     status, body = list_runs(function, context, None, limit=0)
 
     assert (status, body) == (401, {"success": False, "error": "X-API-KEY header required"})
+
+
+def test_a_rerun_is_listed_with_the_run_canvas_and_block_it_reran(aws, account, function, context):
+    # Given a run and a re-run of its block "b2", alike but for rerun_of
+    source = store_run(account.account_id, BASE_MS, prompt="Tide pools")
+    rerun = store_run(
+        account.account_id,
+        BASE_MS + 1000,
+        prompt="Tide pools",
+        rerun_of=RerunOf(run_id=source.run_id, canvas_id=source.canvas_id, block_id="b2"),
+    )
+
+    # When the caller lists its runs
+    status, body = list_runs(function, context, account.api_key)
+
+    # Then the re-run says what it re-ran and the source run says null
+    assert status == 200, body
+    listed = {r["run_id"]: r for r in body["data"]["runs"]}
+    assert listed[rerun.run_id]["rerun_of"] == {
+        "run_id": source.run_id,
+        "canvas_id": source.canvas_id,
+        "block_id": "b2",
+    }
+    assert listed[source.run_id]["rerun_of"] is None

@@ -148,6 +148,11 @@ def rerun_analysis_and_check(http: httpx.Client) -> None:
     spent = run["metadata"]["credits_consumed"]
     assert spent == usage_credits([], artifacts=len(run["result"]["artifacts"]))
     assert http.get("/v1/account").json()["data"]["credits_balance"] == balance_before - spent
-    # And the re-run is listed among the account's runs
-    listed = http.get("/v1/runs", params={"limit": 10}).json()["data"]["runs"]
-    assert created["run_id"] in [r["run_id"] for r in listed]
+    # And the re-run is listed among the account's runs, marked with what it re-ran, and its source is not
+    listed = {r["run_id"]: r for r in http.get("/v1/runs", params={"limit": 10}).json()["data"]["runs"]}
+    assert listed[created["run_id"]]["rerun_of"] == {
+        "run_id": source["run_id"],
+        "canvas_id": source["canvas_id"],
+        "block_id": before["Analysis"]["id"],
+    }
+    assert listed[source["run_id"]]["rerun_of"] is None

@@ -603,3 +603,38 @@ def test_rerun_ids_must_be_uuids(capsys):
         cli.main(["rerun", "not-a-canvas", str(uuid.uuid4()), "--api-key", KEY])
     assert exited.value.code == 2
     assert "not a UUID: 'not-a-canvas'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("width", [60, 80, 140])
+def test_runs_marks_a_rerun_with_the_run_and_block_it_reran(width):
+    import io
+
+    from rich.console import Console
+
+    from canvas_local.client.views import runs_table
+
+    # Given a page with a run and a re-run of its block "b2", alike but for rerun_of
+    source_id, rerun_id, canvas_id = (str(uuid.uuid4()) for _ in range(3))
+    run = {"created_at": "2026-01-02T03:04:05Z", "status": "completed", "template_used": "report", "prompt": "Tides"}
+    page = {
+        "runs": [
+            {
+                **run,
+                "run_id": rerun_id,
+                "canvas_id": canvas_id,
+                "rerun_of": {"run_id": source_id, "canvas_id": canvas_id, "block_id": "b2"},
+            },
+            {**run, "run_id": source_id, "canvas_id": canvas_id, "rerun_of": None},
+        ],
+        "next_cursor": None,
+    }
+
+    # When canvas runs renders it
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None).print(runs_table(page, width))
+
+    # Then the re-run, and only it, says what it re-ran
+    text = out.getvalue()
+    assert text.count("re-run of") == 1
+    assert f"re-run of {source_id} block b2" in text
+    assert text.index(rerun_id) < text.index("re-run of")

@@ -265,6 +265,7 @@ def list_runs(account_id: str, limit: int, cursor: str | None = None, store: Sto
                 canvas_id=run.canvas_id,
                 template_used=template_used(run),  # a summary holds the template and blocks it reads
                 prompt=run.prompt[:PROMPT_PREVIEW_CHARS],
+                rerun_of=RerunOfView(**run.rerun_of.model_dump()) if run.rerun_of else None,
             )
             for run in runs
         ],

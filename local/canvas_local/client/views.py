@@ -171,6 +171,8 @@ def runs_table(page: dict[str, Any], width: int = 80) -> RenderableType:
         table.add_column("prompt", no_wrap=True, overflow="ellipsis", ratio=1)
         for run in page.get("runs", []):
             prompt = Text(_clip(run.get("prompt", ""), 200), style="dim", no_wrap=True, overflow="ellipsis")
+            if note := _rerun_note(run):
+                prompt = Text.assemble((note + " ", "cyan"), prompt, no_wrap=True, overflow="ellipsis")
             table.add_row(*_run_fields(run), prompt)
         return table
     fields = RUN_COLUMNS if width >= 80 else RUN_COLUMNS[:3]
@@ -186,6 +188,8 @@ def runs_table(page: dict[str, Any], width: int = 80) -> RenderableType:
         lines.append(line)
         if width < 80:
             lines.append(Text("  " + run["run_id"]))
+        if note := _rerun_note(run):
+            lines.append(Text("  " + note, style="cyan"))
         lines.append(Text("  " + _clip(run.get("prompt", ""), max(width - 2, 10)), style="dim"))
     return Group(*lines)
 
@@ -197,6 +201,12 @@ def _run_fields(run: dict[str, Any]) -> list[str]:
         escape(run.get("template_used", "")),
         run["run_id"],
     ]
+
+
+def _rerun_note(run: dict[str, Any]) -> str:
+    """ "re-run of <run> block <block>" for a re-run, so that it does not read as a copy of the run it re-ran."""
+    source = run.get("rerun_of")
+    return f"re-run of {source['run_id']} block {source['block_id']}" if source else ""
 
 
 def _clip(text: str, length: int) -> str:

@@ -33,7 +33,7 @@ from canvas_core.adapters.dynamodb import (
 from canvas_core.adapters.usage import credits_used_counter, runs_counter
 from canvas_core.clock import now_ms
 from canvas_core.errors import CreditsExhaustedError, InsufficientCreditsError, StorageBusyError
-from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RunItem, RunSummaryItem, TaskItem
+from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RerunOf, RunItem, RunSummaryItem, TaskItem
 from canvas_core.settings import ServiceSettings, service_settings
 
 CANVAS_ITEM = "CANVAS"
@@ -299,7 +299,30 @@ class Store:
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return found[:limit], len(found) > limit
+        runs = found[:limit]
+        sources = self._rerun_sources([run.run_id for run in runs])
+        return [run.model_copy(update={"rerun_of": sources.get(run.run_id)}) for run in runs], len(found) > limit
+
+    def _rerun_sources(self, run_ids: list[str]) -> dict[str, RerunOf]:
+        """The `rerun_of` of each re-run among `run_ids`, which the account index does not project: one
+        BatchGetItem of their items' run_id and rerun_of (a page holds 100 runs at most)."""
+        found: dict[str, RerunOf] = {}
+        for start in range(0, len(run_ids), 100):
+            request: dict[str, Any] | None = {
+                self.settings.runs_table: {
+                    "Keys": [{"run_id": {"S": run_id}} for run_id in run_ids[start : start + 100]],
+                    "ProjectionExpression": "run_id, rerun_of",
+                }
+            }
+            while request:
+                with dynamodb_errors():
+                    response = self.ddb.batch_get_item(RequestItems=request)
+                for item in response["Responses"].get(self.settings.runs_table, []):
+                    data = from_item(item)
+                    if data.get("rerun_of"):
+                        found[data["run_id"]] = RerunOf.model_validate(data["rerun_of"])
+                request = response.get("UnprocessedKeys") or None
+        return found
 
     def finish_run(self, run_id: str, account_id: str | None = None, hold_slot: bool = False, **fields: Any) -> bool:
         """Write a run's terminal fields once: only a run still `running` changes. False if it had ended.

@@ -136,6 +136,9 @@ class RunSummary(Model):
     canvas_id: str
     template_used: Template
     prompt: str = Field(description="The first 200 characters of the prompt")
+    rerun_of: RerunOfView | None = Field(
+        default=None, description="On a re-run, the run, canvas and block it re-ran; null otherwise"
+    )
 
 
 class ListRunsResponse(Model):

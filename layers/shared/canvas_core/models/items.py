@@ -102,6 +102,7 @@ class RunSummaryItem(Model):
     template: Template
     blocks: list[str] | None = None
     created_at_ms: int
+    rerun_of: RerunOf | None = None  # not projected by the index: read from the run's item
 
 
 class CanvasItem(Model):
