@@ -6,6 +6,7 @@ ended, time elapsed and the service's estimate.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -19,20 +20,38 @@ from canvas_local.client.views import clock
 ENDED_NODE_STATUSES = frozenset({"completed", "error", "skipped"})
 
 
-class ElapsedColumn(ProgressColumn):
+def elapsed_ms(task: Task) -> float:
     """The run's elapsed time as the service last reported it, counted on between polls."""
+    since = task.fields.get("elapsed_at")
+    return float(task.fields.get("elapsed_ms", 0)) + ((time.monotonic() - since) * 1000 if since else 0)
+
+
+class ElapsedColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        return Text(clock(elapsed_ms(task)), style="progress.elapsed")
+
+
+class EstimateColumn(ProgressColumn):
+    """The service's estimate, rounded up to the second (1.6 s is not "0:00:01"); a running run past it says so,
+    rather than showing an estimate its own clock has overtaken."""
+
+    def __init__(self, estimated_duration_ms: int | None):
+        super().__init__()
+        self.estimate_ms = estimated_duration_ms
 
     def render(self, task: Task) -> Text:
-        since = task.fields.get("elapsed_at")
-        elapsed_ms = task.fields.get("elapsed_ms", 0) + ((time.monotonic() - since) * 1000 if since else 0)
-        return Text(clock(elapsed_ms), style="progress.elapsed")
+        if not self.estimate_ms:
+            return Text("")
+        estimate = clock(math.ceil(self.estimate_ms / 1000) * 1000)
+        if task.fields.get("elapsed_at") is not None and elapsed_ms(task) > self.estimate_ms:
+            return Text(f"over est. {estimate}", style="yellow")
+        return Text(f"est. {estimate}", style="dim")
 
 
 class RunProgress:
     """A context manager around rich's live Progress; `update()` after each poll."""
 
     def __init__(self, console: Console, estimated_duration_ms: int | None = None):
-        estimate = f"est. {clock(estimated_duration_ms)}" if estimated_duration_ms else ""
         self._progress = Progress(
             SpinnerColumn(finished_text="•"),
             TextColumn("{task.description}"),
@@ -40,7 +59,7 @@ class RunProgress:
             TextColumn("{task.fields[tasks]}"),
             TextColumn("{task.fields[blocks]}"),
             ElapsedColumn(),
-            TextColumn(estimate, style="dim"),
+            EstimateColumn(estimated_duration_ms),
             console=console,
             transient=False,
         )
