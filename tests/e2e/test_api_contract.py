@@ -174,11 +174,20 @@ def test_an_output_too_large_for_its_item_is_read_back_whole_everywhere(service,
     # When the run ends
     data = poll_until_finished(http, response.json()["data"]["run_id"])
 
-    # Then the file block's output reads back whole in the DAG, and the document built on it is there
+    # Then the file block's output is cut in the DAG, saying its whole length, and reads back whole a page at a time
     assert data["status"] == "completed", data
-    nodes = http.get(f"/v1/canvas/{data['canvas_id']}/dag").json()["data"]["nodes"]
+    dag = f"/v1/canvas/{data['canvas_id']}/dag"
+    nodes = http.get(dag).json()["data"]["nodes"]
     assert [n["type"] for n in nodes] == ["file-block", "document-block"]
-    assert nodes[0]["content"] == text
+    assert nodes[0]["content_truncated"] is True and nodes[0]["content_length"] == len(text)
+    whole = ""
+    while True:
+        [page] = http.get(dag, params={"node": nodes[0]["id"], "offset": len(whole)}).json()["data"]["nodes"]
+        whole += page["content"]
+        if not page.get("content_truncated"):
+            break
+    assert whole == text
+    # And the document built on it is there
     assert [a["name"].rsplit(".", 1)[-1] for a in data["result"]["artifacts"]] == ["docx"]
     # And the portal's canvas viewer shows the same, with the document's download
     with httpx.Client(base_url=service.base_url, timeout=30) as portal:
