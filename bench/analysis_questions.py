@@ -18,16 +18,20 @@ from typing import Any
 from bench.questions import CORRECT, Question, Score, questions, score, tables
 
 
-def run_suite(model: Any = None, limit: int | None = None) -> Score:
+def run_suite(model: Any = None, limit: int | None = None, notes: list[str] | None = None) -> Score:
     """The suite asked of the real analysis, each file loaded once and all its sheets given with each question;
-    with `model` (a structured ask: analysis/model_queries.py), a model reads each question into its query."""
+    with `model` (a structured ask: analysis/model_queries.py), a model reads each question into its query, and
+    `notes` collects why a model's query was refused (the rules then read the question)."""
     from canvas_core.analysis.analyse import answer_questions
     from canvas_core.analysis.engine import load_file
 
     loaded = {name: load_file(t.name, t.extension, t.data) for name, t in tables().items()}
 
     def ask(question: Question) -> str:
-        text: str = answer_questions(loaded[question.table], question.text, ask=model).text
+        answers = answer_questions(loaded[question.table], question.text, ask=model)
+        if notes is not None:
+            notes.extend(answers.notes)
+        text: str = answers.text
         return text
 
     asked = questions()

@@ -445,9 +445,19 @@ def ask_questions(base_url: str, model_id: str, structured_output: str, limit: i
         except (BlockFatalError, BlockRetryableError) as exc:  # a cut or failed call: the rules read the question
             raise StructuredOutputError(str(exc)) from exc
 
-    result = run_suite(model=ask, limit=limit)
+    refused: list[str] = []
+    calls = 0
+
+    def counted(prompt: str, schema: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return ask(prompt, schema)
+
+    result = run_suite(model=counted, limit=limit, notes=refused)
     return {
         "model_check_questions_total": result.total,
+        # Of the questions the model was asked to read, the share whose query it wrote was used (not refused).
+        "model_check_questions_model_queries_used_share": (calls - len(refused)) / calls if calls else 0.0,
         "model_check_questions_correct": result.correct_share,
         "model_check_questions_silently_wrong": result.silently_wrong,
         "model_check_questions_said_unanswerable": result.said_unanswerable,
