@@ -17,6 +17,14 @@ from canvas_core.models.catalog import BlockType
 MAX_INSTRUCTIONS_CHARS = 4000
 
 
+def block_type_name(value: object) -> object:
+    """A block type as a model may write it (`Prompt`, `web_research`) in its `-block` form; other values as given."""
+    if not isinstance(value, str):
+        return value
+    name = value.strip().lower().replace("_", "-").replace(" ", "-")
+    return name if name.endswith("-block") else f"{name}-block"
+
+
 class PlanStep(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
@@ -47,10 +55,7 @@ class PlanStep(BaseModel):
     @field_validator("type", mode="before")
     @classmethod
     def _type_with_suffix(cls, value: object) -> object:
-        if not isinstance(value, str):
-            return value
-        name = value.strip().lower().replace("_", "-").replace(" ", "-")
-        return name if name.endswith("-block") else f"{name}-block"
+        return block_type_name(value)
 
     @field_validator("title", "instructions", mode="before")
     @classmethod
@@ -130,10 +135,7 @@ class _PlannedStepBase(BaseModel):
     @field_validator("type", mode="before", check_fields=False)
     @classmethod
     def _type_with_suffix(cls, value: object) -> object:
-        if not isinstance(value, str):
-            return value
-        name = value.strip().lower().replace("_", "-").replace(" ", "-")
-        return name if name.endswith("-block") else f"{name}-block"
+        return block_type_name(value)
 
     @field_validator("persona", mode="before", check_fields=False)
     @classmethod

@@ -807,7 +807,7 @@ def _measure(
         summed = next(c for c in numbers if c.name == named[0][2])
         if any(_same(noun, w) for w in _column_words(summed)):
             # "How many minutes went into ...": added up, unless a typical or average figure is asked for.
-            counted_as: Aggregate = _aggregate(said, summed)
+            counted_as: Aggregate = _aggregate(said, summed, rows)
             return Measure(
                 aggregate="sum" if counted_as == "mean" and not AVERAGE.search(text) else counted_as, column=summed.name
             ), ""
@@ -838,7 +838,7 @@ def _measure(
             column = _money_column(numbers)
         if column is None:
             return Measure(aggregate="count"), ""
-    aggregate: Aggregate = _aggregate(said, column)
+    aggregate: Aggregate = _aggregate(said, column, rows)
     return Measure(aggregate=aggregate, column=column.name, percentile=_percentile(said)), ""
 
 
@@ -938,7 +938,12 @@ def _unknown_measure(said: _Words, dataset: Dataset, value_spans: list[tuple[int
     return ""
 
 
-def _aggregate(said: _Words, column: Column) -> Aggregate:
+# Nouns that name one row of most tables: "revenue per order" is each order's revenue on average.
+PER_ITEM = frozenset({"ticket", "order", "sale", "visit", "customer", "case", "booking", "transaction", "purchase",
+                      "invoice", "shipment", "call", "session", "patient", "student", "employee", "trip"})  # fmt: skip
+
+
+def _aggregate(said: _Words, column: Column, rows: frozenset[str] | set[str] = frozenset()) -> Aggregate:
     text = said.text
     if MEDIAN.search(text):
         return "median"
@@ -955,7 +960,7 @@ def _aggregate(said: _Words, column: Column) -> Aggregate:
     if TOTAL.search(text):
         return "sum"
     per_row = re.search(r"\bper\s+(\w+)", text)
-    if per_row and words(per_row.group(1))[0] in ROW_NOUNS | {"ticket", "order", "sale", "visit", "customer", "case"}:
+    if per_row and words(per_row.group(1))[0] in ROW_NOUNS | rows | PER_ITEM:
         return "mean"
     duration = DURATION_COLUMN.search(" ".join(words(column.name)))
     if duration and DURATION_ASK.search(text):
