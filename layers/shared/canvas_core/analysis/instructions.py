@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from canvas_core.analysis.engine import Dataset
 from canvas_core.analysis.query import AnalysisQuery, Filter, Period
-from canvas_core.analysis.questions import _periods, _value_mentions, _Words
+from canvas_core.analysis.questions import QuestionWords, periods_in, value_mentions
 
 ONLY = re.compile(r"\b(only|just|solely|exclusively|focus(?:ed|ing)? on|limit(?:ed)? to|restrict(?:ed)? to)\b")
 # An aggregate asked for as a change ("use the median", "medians instead", "report averages"), not merely named.
@@ -47,11 +47,11 @@ class Revision:
 
 
 def read_revision(instructions: str, datasets: list[Dataset]) -> Revision:
-    said = _Words.of(instructions)
+    said = QuestionWords.of(instructions)
     revision = Revision()
     if ONLY.search(said.text) or re.search(r"\b(exclud\w*|except|without|leave out|drop)\b", said.text):
         for dataset in datasets:
-            for mention in _value_mentions(said, dataset):
+            for mention in value_mentions(said, dataset):
                 operator = (
                     "not_in"
                     if mention.negated
@@ -85,7 +85,7 @@ def apply_revision(query: AnalysisQuery, revision: Revision, dataset: Dataset) -
         update["measure"] = measure.model_copy(update={"aggregate": revision.aggregate})
     if revision.period_words and query.date_column and query.compare is None:
         column = dataset.column(query.date_column)
-        periods, problem = _periods(_Words.of(revision.period_words), dataset, column)
+        periods, problem = periods_in(QuestionWords.of(revision.period_words), dataset, column)
         if periods and not problem:
             update["period"] = (
                 periods[0]
@@ -101,11 +101,11 @@ def revise_dataset(dataset: Dataset, revision: Revision) -> list[str]:
     """Keep only the rows the revision's filters and period keep (on the columns this table has), so every figure
     computed from the table afterwards is of those rows; what was kept, in words."""
     from canvas_core.analysis.engine import described_again, quote
-    from canvas_core.analysis.query import _filter_sql, date_sql
+    from canvas_core.analysis.query import date_sql, filter_sql
 
     names = {c.name for c in dataset.columns}
     params: list[object] = []
-    conditions = [_filter_sql(f, params) for f in revision.filters if f.column in names]
+    conditions = [filter_sql(f, params) for f in revision.filters if f.column in names]
     kept = [
         f"{f.column} {'in' if f.operator == 'in' else 'not in'} {', '.join(map(str, f.values))}"
         for f in revision.filters
@@ -114,7 +114,7 @@ def revise_dataset(dataset: Dataset, revision: Revision) -> list[str]:
     if revision.period_words:
         dates = [c for c in dataset.columns if c.kind in ("date", "period")]
         if dates:
-            periods, problem = _periods(_Words.of(revision.period_words), dataset, dates[0])
+            periods, problem = periods_in(QuestionWords.of(revision.period_words), dataset, dates[0])
             if periods and not problem:
                 conditions.append(f"{date_sql(dates[0])} >= ? AND {date_sql(dates[0])} < ?")
                 params += [periods[0].start, periods[-1].end]

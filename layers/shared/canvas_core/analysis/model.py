@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
-
 from canvas_core.analysis.engine import Dataset
-from canvas_core.analysis.plan import MAX_DIMENSIONS, MAX_MEASURES, AnalysisPlan, Grain, Measure, check_plan
+from canvas_core.analysis.plan import AnalysisPlan, PlanFields, check_plan
 from canvas_core.analysis.rules import plan_by_rules
 from canvas_core.providers.structured import StructuredOutputError
 
@@ -25,15 +23,8 @@ ASK = (
 )
 
 
-class PlanAnswer(BaseModel):
-    """What the model is asked for: the plan's own fields, none of those the code sets."""
-
-    measures: list[Measure] = Field(min_length=1, max_length=MAX_MEASURES)
-    dimensions: list[str] = Field(default_factory=list, max_length=MAX_DIMENSIONS)
-    period: str | None = None
-    grain: Grain = "value"
-    top_n: int = Field(default=3, ge=1, le=20)
-    cross: bool = False
+# What the model is asked for: the plan's own fields, none of those the code sets.
+PlanAnswer = PlanFields
 
 
 class Ask(Protocol):

@@ -37,8 +37,9 @@ class Measure(BaseModel):
         return self.aggregate != "avg"
 
 
-class AnalysisPlan(BaseModel):
-    """What to compute. The first measure is the one the question is about (rankings and the answer use it)."""
+class PlanFields(BaseModel):
+    """What to compute, as a model is asked for it. The first measure is the one the question is about (rankings and
+    the answer use it)."""
 
     measures: list[Measure] = Field(min_length=1, max_length=MAX_MEASURES)
     dimensions: list[str] = Field(default_factory=list, max_length=MAX_DIMENSIONS)
@@ -46,6 +47,11 @@ class AnalysisPlan(BaseModel):
     grain: Grain = "value"
     top_n: int = Field(default=3, ge=1, le=20)
     cross: bool = False  # also break the first measure down by the first two dimensions together
+
+
+class AnalysisPlan(PlanFields):
+    """The plan to run: its fields, and who chose it (set by the code, never asked of a model)."""
+
     chosen_by: str = "rules"  # rules or model, and why the rules when a model's plan was refused
     note: str = ""
 

@@ -254,7 +254,7 @@ def aggregate_sql(measure: Measure, where: str = "") -> str:
 def _conditions(query: AnalysisQuery, dataset: Dataset, params: list[Any]) -> list[str]:
     conditions = []
     for item in query.filters:
-        conditions.append(_filter_sql(item, params))
+        conditions.append(filter_sql(item, params))
     if query.period is not None:
         column = dataset.column(query.date_column or "")
         assert column is not None
@@ -263,7 +263,7 @@ def _conditions(query: AnalysisQuery, dataset: Dataset, params: list[Any]) -> li
     return conditions
 
 
-def _filter_sql(item: Filter, params: list[Any]) -> str:
+def filter_sql(item: Filter, params: list[Any]) -> str:
     name = quote(item.column)
     if item.operator in ("in", "not_in"):
         marks = ", ".join("?" for _ in item.values)
@@ -326,9 +326,9 @@ def _grouped(dataset: Dataset, query: AnalysisQuery) -> QueryResult:
         # The part's share of the whole, then the part and the whole: each FILTER's values bound in the order they
         # appear, before the WHERE clause's.
         select_params: list[Any] = []
-        part = aggregate_sql(measure, _filter_sql(query.share_of, select_params))
+        part = aggregate_sql(measure, filter_sql(query.share_of, select_params))
         whole = aggregate_sql(measure)
-        part_again = aggregate_sql(measure, _filter_sql(query.share_of, select_params))
+        part_again = aggregate_sql(measure, filter_sql(query.share_of, select_params))
         select = f"{part} / nullif({whole}, 0) AS v, {part_again}, {whole}"
         params = select_params + params
         column = measure.column or "rows"

@@ -324,14 +324,14 @@ def split_questions(prompt: str) -> list[str]:
 
 
 @dataclass
-class _Words:
+class QuestionWords:
     """A question's words, singular, with their stems, and its text lowered for phrase patterns."""
 
     text: str
     list: list[str]
 
     @classmethod
-    def of(cls, text: str) -> _Words:
+    def of(cls, text: str) -> QuestionWords:
         lowered = " ".join(text.lower().replace("\u2019", "'").split())
         return cls(text=lowered, list=words(lowered))
 
@@ -365,7 +365,7 @@ def _column_words(column: Column) -> list[str]:
     return [w for w in found if w not in OPTIONAL_WORDS and w not in VOCABULARY] or found
 
 
-def _mention(question: _Words, column: Column) -> tuple[float, int]:
+def _mention(question: QuestionWords, column: Column) -> tuple[float, int]:
     """How strongly the question names a column (0: not at all; 1: all its words) and where."""
     wanted = _column_words(column)
     if not wanted:
@@ -420,7 +420,7 @@ class _ValueMention:
     negated: bool
 
 
-def _value_mentions(question: _Words, dataset: Dataset) -> list[_ValueMention]:
+def value_mentions(question: QuestionWords, dataset: Dataset) -> list[_ValueMention]:
     """The table's values the question names, longest first, none inside another."""
     found: list[_ValueMention] = []
     taken: list[tuple[int, int]] = []
@@ -443,11 +443,11 @@ def _value_mentions(question: _Words, dataset: Dataset) -> list[_ValueMention]:
 
 def choose_dataset(question: str, datasets: list[Dataset]) -> Dataset | None:
     """The table the question is about: the most of its columns and values named, then its own name."""
-    said = _Words.of(question)
+    said = QuestionWords.of(question)
     best, best_score = None, -1.0
     for dataset in datasets:
         score = sum(_mention(said, c)[0] for c in dataset.columns)
-        score += 0.9 * len(_value_mentions(said, dataset))
+        score += 0.9 * len(value_mentions(said, dataset))
         score += 0.5 * sum(1 for w in row_nouns(dataset) - ROW_NOUNS if said.has(w))
         if score > best_score:
             best, best_score = dataset, score
@@ -461,9 +461,9 @@ def read_question(question: str, datasets: list[Dataset]) -> Asked:
     if dataset is None:
         asked.cannot = "no table was given"
         return asked
-    said = _Words.of(question)
+    said = QuestionWords.of(question)
     columns = dataset.columns
-    values = _value_mentions(said, dataset)
+    values = value_mentions(said, dataset)
     value_spans = [(v.start, v.end) for v in values]
     if not (CUE.search(said.text) or values or PERIOD_WORDS.search(said.text) or COMPARE_NUMBER.search(said.text)):
         asked.dataset = None  # a title or a request ("Spreadsheet of tidal ranges"), not a question of the data
@@ -570,8 +570,8 @@ def read_question(question: str, datasets: list[Dataset]) -> Asked:
             grain = None  # "the median daily rainfall" of daily readings: each row's reading
         else:
             per, grain = grain, None  # "the average monthly revenue", "median covers per day": over period totals
-    asked.extreme = _extreme(_Words.of(COMPARE_NUMBER.sub(" ", said.text)), measure)
-    periods, period_problem = _periods(said, dataset, date_column)
+    asked.extreme = _extreme(QuestionWords.of(COMPARE_NUMBER.sub(" ", said.text)), measure)
+    periods, period_problem = periods_in(said, dataset, date_column)
     if period_problem:
         asked.cannot = period_problem
         return asked
@@ -669,7 +669,7 @@ PERIOD_WORDS = re.compile(
 )
 
 
-def _about(said: _Words, dataset: Dataset, values: list[_ValueMention]) -> bool:
+def _about(said: QuestionWords, dataset: Dataset, values: list[_ValueMention]) -> bool:
     """Whether a question names the table's columns, values or rows."""
     if values or any(_mention(said, c)[0] >= 0.5 for c in dataset.columns):
         return True
@@ -684,7 +684,7 @@ def _about(said: _Words, dataset: Dataset, values: list[_ValueMention]) -> bool:
     )
 
 
-def _row_label(said: _Words, dataset: Dataset) -> Column | None:
+def _row_label(said: QuestionWords, dataset: Dataset) -> Column | None:
     """The column naming each row (a person's, an item's name) when the question asks who or which one."""
     labels = [c for c in dataset.columns if c.kind == "text" and not _groups(c, dataset) and not is_identifier(c.name)]
     named = _named_first(said, labels)
@@ -719,7 +719,7 @@ def _native_grain(dataset: Dataset, column: Column | None) -> str | None:
     return "day" if column.distinct > 31 else None
 
 
-def _only_rows(said: _Words, name: str, dataset: Dataset) -> bool:
+def _only_rows(said: QuestionWords, name: str, dataset: Dataset) -> bool:
     """Whether a column is named only as the table's rows ("how many agents" of an Agents sheet), not as groups."""
     column_words = _column_words(Column(name, "text", 0))
     if not all(w in row_nouns(dataset) for w in column_words):
@@ -737,12 +737,12 @@ def _groups(column: Column, dataset: Dataset) -> bool:
     return dataset.rows < 20 or column.distinct <= 0.9 * dataset.rows
 
 
-def _named_first(said: _Words, columns: list[Column]) -> Column | None:
+def _named_first(said: QuestionWords, columns: list[Column]) -> Column | None:
     named = sorted((p, n, c) for n, c in enumerate(columns) for s, p in [_mention(said, c)] if s >= 0.5)
     return named[0][2] if named else None
 
 
-def _numeric_filters(said: _Words, dataset: Dataset) -> list[Filter]:
+def _numeric_filters(said: QuestionWords, dataset: Dataset) -> list[Filter]:
     columns = dataset.columns
     numbers = [c for c in columns if c.kind == "number"]
     found = []
@@ -752,12 +752,12 @@ def _numeric_filters(said: _Words, dataset: Dataset) -> list[Filter]:
         before = said.text[max(0, match.start() - 40) : match.start()]
         target = None
         for near in (after, before):
-            near_words = _Words.of(near)
+            near_words = QuestionWords.of(near)
             scored = sorted(((s, -p), c) for c in numbers for s, p in [_mention(near_words, c)] if s > 0)
             if scored:
                 target = scored[-1][1]
                 break
-        if target is None and any(w in row_nouns(dataset) for w in _Words.of(before).list[-3:]):
+        if target is None and any(w in row_nouns(dataset) for w in QuestionWords.of(before).list[-3:]):
             target = _money_column(numbers)  # "orders over 1,000": the orders' value
         if target is not None and not (1900 <= value <= 2100 and target.kind != "number"):
             found.append(Filter(column=target.name, operator=operator, values=[value]))  # type: ignore[arg-type]
@@ -765,7 +765,7 @@ def _numeric_filters(said: _Words, dataset: Dataset) -> list[Filter]:
 
 
 def _measure(
-    said: _Words, dataset: Dataset, numeric_filters: set[str], value_spans: list[tuple[int, int]]
+    said: QuestionWords, dataset: Dataset, numeric_filters: set[str], value_spans: list[tuple[int, int]]
 ) -> tuple[Measure | None, str]:
     """The measure and its aggregate, or None and what the table lacks."""
     columns = dataset.columns
@@ -773,7 +773,7 @@ def _measure(
     rows = row_nouns(dataset)
     distinct = DISTINCT.search(text)
     if distinct:
-        counted_words = _Words.of(distinct.group(1))
+        counted_words = QuestionWords.of(distinct.group(1))
         target = _named_first(counted_words, [c for c in columns if not is_identifier(c.name)]) or _named_first(
             counted_words, columns
         )
@@ -799,7 +799,7 @@ def _measure(
             for c in columns
             if (c.kind == "text" and _groups(c, dataset)) or (c.kind == "text" and not is_identifier(c.name))
         ]
-        target = _named_first(_Words.of(how_many.group(1)), texts)
+        target = _named_first(QuestionWords.of(how_many.group(1)), texts)
         if target is not None and not any(_same(noun, w) for n in numbers for w in _column_words(n)):
             return Measure(aggregate="count_distinct", column=target.name), ""
         if not named:
@@ -909,7 +909,7 @@ MONEY_WORDS = re.compile(
 QUANTITY_WORDS = re.compile(r"\b(unit|quantity|qty|volume|count|visit|cover)\b")
 
 
-def _unknown_measure(said: _Words, dataset: Dataset, value_spans: list[tuple[int, int]]) -> str:
+def _unknown_measure(said: QuestionWords, dataset: Dataset, value_spans: list[tuple[int, int]]) -> str:
     """Words in the question's measure slot ("the profit margin", "average first response time", "most
     profitable") that name no column, no value and nothing the question vocabulary knows: the measure the table
     lacks ("" when the slot names the table's own columns or rows, or holds no such word)."""
@@ -943,7 +943,7 @@ PER_ITEM = frozenset({"ticket", "order", "sale", "visit", "customer", "case", "b
                       "invoice", "shipment", "call", "session", "patient", "student", "employee", "trip"})  # fmt: skip
 
 
-def _aggregate(said: _Words, column: Column, rows: frozenset[str] | set[str] = frozenset()) -> Aggregate:
+def _aggregate(said: QuestionWords, column: Column, rows: frozenset[str] | set[str] = frozenset()) -> Aggregate:
     text = said.text
     if MEDIAN.search(text):
         return "median"
@@ -968,7 +968,7 @@ def _aggregate(said: _Words, column: Column, rows: frozenset[str] | set[str] = f
     return "sum" if adds_up(column.name) and not duration else "mean"
 
 
-def _percentile(said: _Words) -> float | None:
+def _percentile(said: QuestionWords) -> float | None:
     match = PERCENTILE.search(said.text)
     if not match:
         return None
@@ -976,7 +976,7 @@ def _percentile(said: _Words) -> float | None:
     return value if 0 < value < 100 else None
 
 
-def _grain(said: _Words, columns: list[Column]) -> Grain | None:
+def _grain(said: QuestionWords, columns: list[Column]) -> Grain | None:
     """The time grain the question groups by; a word of a column's own name ("Annual Salary") is not one."""
     named = {w for c in columns for w in words(c.name)}
     for grain, pattern in GRAIN_WORDS:
@@ -996,7 +996,7 @@ def _grain(said: _Words, columns: list[Column]) -> Grain | None:
     return GRAIN_OF[listed.group(1)] if listed else None
 
 
-def _extreme(said: _Words, measure: Measure) -> str:
+def _extreme(said: QuestionWords, measure: Measure) -> str:
     text = said.text
     duration = measure.column is not None and DURATION_COLUMN.search(" ".join(words(measure.column)))
     if (
@@ -1015,7 +1015,7 @@ def _extreme(said: _Words, measure: Measure) -> str:
     return "top" if top else "bottom" if bottom else ""
 
 
-def _ranking(said: _Words, dimensions: list[str], extreme: str, compared: bool) -> Ranking | None:
+def _ranking(said: QuestionWords, dimensions: list[str], extreme: str, compared: bool) -> Ranking | None:
     match = COUNT_N.search(said.text)
     count = None
     if match:
@@ -1029,9 +1029,9 @@ def _ranking(said: _Words, dimensions: list[str], extreme: str, compared: bool) 
         eaches = [m.group(1) for m in EACH.finditer(said.text)]
         for within in dimensions:
             other = next(d for d in dimensions if d != within)
-            if any(_mention(_Words.of(e), Column(within, "text", 0))[0] > 0 for e in eaches) and (
+            if any(_mention(QuestionWords.of(e), Column(within, "text", 0))[0] > 0 for e in eaches) and (
                 _mention(said, Column(other, "text", 0))[1] <= _mention(said, Column(within, "text", 0))[1]
-                or not any(_mention(_Words.of(e), Column(other, "text", 0))[0] > 0 for e in eaches)
+                or not any(_mention(QuestionWords.of(e), Column(other, "text", 0))[0] > 0 for e in eaches)
             ):
                 return Ranking(order=order, count=count or 1, within=within, by_change=compared)  # type: ignore[arg-type]
     if count is not None and dimensions:
@@ -1068,7 +1068,7 @@ def _month(year: int, month: int) -> Period:
     )
 
 
-def _periods(said: _Words, dataset: Dataset, date_column: Column | None) -> tuple[list[Period], str]:
+def periods_in(said: QuestionWords, dataset: Dataset, date_column: Column | None) -> tuple[list[Period], str]:
     """The periods a question names, in time order, and what is wrong when one lies outside the data."""
     text = said.text
     found: list[tuple[int, Period]] = []
