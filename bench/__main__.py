@@ -23,6 +23,7 @@ BENCHMARKS = (
     "analysis",
     "analysis_questions",
     "model_inputs",
+    "estimates",
     "load",
 )
 

@@ -92,31 +92,55 @@ def provider(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_a_blocks_estimate_is_its_types_typical_use_at_its_roles_model(provider, model_env):
-    # Given Bedrock with a priced writer model
-    provider("bedrock", WRITER_MODEL_ID="anthropic.claude-sonnet-4", RESEARCHER_MODEL_ID="amazon.nova-lite")
+    # Given Bedrock with a priced writer model, and a search provider
+    provider(
+        "bedrock",
+        WRITER_MODEL_ID="anthropic.claude-sonnet-4",
+        RESEARCHER_MODEL_ID="amazon.nova-lite",
+        SEARCH_PROVIDER="searxng",
+    )
 
-    # Then a writer's document is priced at the writer's model, with its file; a researcher's search at its own
+    # Then a writer's document is priced at the writer's model, with its file; a researcher's search at its own, with
+    # the pages its budget lets it read (WEB_RESEARCH_MAX_PAGES, 5)
     tokens_in, tokens_out, searches, pages, files = TYPICAL_BLOCK_USAGE[BlockType.DOCUMENT]
     assert estimate_block_credits("document-block", "Writer") == usage_credits(
         [("anthropic.claude-sonnet-4", tokens_in, tokens_out)], searches, pages, files
     )
-    tokens_in, tokens_out, searches, pages, files = TYPICAL_BLOCK_USAGE[BlockType.WEB_RESEARCH]
+    tokens_in, tokens_out, searches, _, files = TYPICAL_BLOCK_USAGE[BlockType.WEB_RESEARCH]
     assert estimate_block_credits("web-research-block", "Researcher") == usage_credits(
-        [("amazon.nova-lite", tokens_in, tokens_out)], searches, pages, files
+        [("amazon.nova-lite", tokens_in, tokens_out)], searches, 5, files
     )
     # And a dearer model makes a dearer estimate
     assert estimate_block_credits("document-block", "Writer") > estimate_block_credits("document-block", "Researcher")
 
 
 def test_with_the_offline_provider_a_blocks_estimate_is_what_it_uses_besides_models(provider, model_env):
-    # Given the offline provider, whatever model ids are configured
-    provider("offline", WRITER_MODEL_ID="anthropic.claude-sonnet-4")
+    # Given the offline provider, whatever model ids are configured, and a search provider
+    provider("offline", WRITER_MODEL_ID="anthropic.claude-sonnet-4", SEARCH_PROVIDER="searxng")
 
-    # Then only searches, pages and files are priced, as the offline models cost nothing
+    # Then only searches, pages and files are priced, as the offline models cost nothing; research as far as its
+    # budget goes (DEEP_RESEARCH_MAX_PAGES, 20)
     assert estimate_block_credits("prompt-block", "Analyst") == 0
-    _, _, searches, pages, files = TYPICAL_BLOCK_USAGE[BlockType.DEEP_RESEARCH]
-    assert estimate_block_credits("deep-research-block", "Researcher") == usage_credits([], searches, pages, files) > 0
+    _, _, searches, _, files = TYPICAL_BLOCK_USAGE[BlockType.DEEP_RESEARCH]
+    assert estimate_block_credits("deep-research-block", "Researcher") == usage_credits([], searches, 20, files) > 0
     assert estimate_block_credits("presentation-block", "Designer") == usage_credits([], 0, 0, 1)
+
+
+def test_a_block_is_estimated_for_what_it_is_charged_for(provider, model_env):
+    # Given the offline provider and no search provider (the default)
+    provider("offline")
+
+    # Then research that cannot search is estimated at nothing (web research fails uncharged, deep research reads its
+    # files), a page fetched is a credit, and each file a block writes is priced: a generated image's too, not a
+    # described upload
+    assert estimate_block_credits("web-research-block", "Researcher") == 0
+    assert estimate_block_credits("deep-research-block", "Researcher") == 0
+    assert estimate_block_credits("web-block", "Researcher") == usage_credits([], 0, 1, 0)
+    assert estimate_block_credits("image-block", "Designer") == usage_credits([], 0, 0, 1)
+    assert estimate_block_credits("image-block", "Designer", uploaded=True) == 0
+    # And a budget of no pages is estimated at none
+    provider("offline", SEARCH_PROVIDER="searxng", WEB_RESEARCH_MAX_PAGES="0", WEB_RESEARCH_QUERIES="1")
+    assert estimate_block_credits("web-research-block", "Researcher") == usage_credits([], 1, 0, 0)
 
 
 def test_every_block_type_has_a_typical_use():

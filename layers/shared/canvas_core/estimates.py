@@ -67,10 +67,12 @@ def estimate_credits(template: str, blocks: list[str] | None, file_count: int) -
 
 
 # What a block of each type typically uses: (input tokens, output tokens, searches, pages fetched, artifacts). The
-# output is about what its role's default cap allows (providers/roles.py); research reads pages and searches.
+# output is about what its role's default cap allows (providers/roles.py); research reads pages and searches, as far
+# as the gathering settings let it (`_gathered`); every block that writes a file writes one (an image-block that
+# describes an upload writes none: `estimate_block_credits(uploaded=True)`).
 TYPICAL_BLOCK_USAGE: dict[BlockType, tuple[int, int, int, int, int]] = {
     B.FILE: (6_000, 1_000, 0, 0, 0),
-    B.IMAGE: (1_500, 500, 0, 0, 0),
+    B.IMAGE: (1_500, 500, 0, 0, 1),
     B.WEB: (6_000, 1_000, 0, 1, 0),
     B.YT: (8_000, 1_000, 0, 1, 0),
     B.WEB_RESEARCH: (20_000, 2_000, 3, 8, 0),
@@ -89,22 +91,43 @@ TYPICAL_BLOCK_USAGE: dict[BlockType, tuple[int, int, int, int, int]] = {
 }
 
 
-def estimate_block_credits(block_type: str, persona: str | None) -> int:
-    """What a planned block is expected to spend: its type's typical use (TYPICAL_BLOCK_USAGE) priced at the model
-    its persona's role calls (canvas_core/pricing.py; the offline provider's models cost nothing). Shown on the DAG
-    and summed for a run that waits for review; what a block is charged is what it used."""
+def estimate_block_credits(block_type: str, persona: str | None, uploaded: bool = False) -> int:
+    """What a planned block is expected to spend: its type's typical use (TYPICAL_BLOCK_USAGE) priced as the runner
+    prices what a block used (canvas_core/pricing.py): its model calls at the model its persona's role calls (the
+    offline provider's models cost nothing), the searches and pages the gathering settings let it make, its file
+    (none for an image-block describing an upload, `uploaded`). Shown on the DAG and summed for a run that waits for
+    review; what a block is charged is what it used."""
     from canvas_core.agents.personas import role_of
     from canvas_core.pricing import usage_credits
     from canvas_core.providers.roles import model_for_role
     from canvas_core.settings import provider_settings
 
     known = {t.value: t for t in BlockType}
-    usage = TYPICAL_BLOCK_USAGE.get(known[block_type]) if block_type in known else None
+    kind = known.get(block_type)
+    usage = TYPICAL_BLOCK_USAGE.get(kind) if kind is not None else None
     input_tokens, output_tokens, searches, pages, artifacts = usage or max(TYPICAL_BLOCK_USAGE.values())
+    searches, pages = _gathered(kind, searches, pages)
+    if uploaded:
+        artifacts = 0
     # The offline provider answers every role itself, whatever model ids are configured.
     offline = provider_settings().model_provider == "offline"
     model = "offline/" if offline else model_for_role(role_of(persona), default="")
     return usage_credits([(model, input_tokens, output_tokens)], searches, pages, artifacts)
+
+
+def _gathered(kind: BlockType | None, searches: int, pages: int) -> tuple[int, int]:
+    """The searches and pages a research block can be charged for: none without a search provider (web research
+    then fails, uncharged; deep research reads only its files), else at most what its budget settings allow."""
+    if kind not in (B.WEB_RESEARCH, B.DEEP_RESEARCH):
+        return searches, pages
+    from canvas_core.settings import gather_settings
+
+    settings = gather_settings()
+    if settings.search_provider == "none":
+        return 0, 0
+    if kind == B.WEB_RESEARCH:
+        return min(searches, settings.web_research_queries), min(pages, settings.web_research_max_pages)
+    return min(searches, settings.deep_research_max_searches), min(pages, settings.deep_research_max_pages)
 
 
 # With the offline provider no model is called: a block takes milliseconds, and the run's time is the state machine's

@@ -108,7 +108,7 @@ def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:
         _fail_unpaid(store, run, f"planning {exc}")
         return []
     for node in plan.nodes:
-        node.estimated_credits = estimate_block_credits(node.type, node.persona)
+        node.estimated_credits = estimate_block_credits(node.type, node.persona, uploaded=bool(node.upload_id))
     wire(plan.nodes, plan.edges)
     store.put_tasks(plan.tasks)
     store.put_graph(plan.nodes, plan.edges, canvas_id)
