@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 
+from bench import STACK_PARAMETERS
 from bench.render import median_seconds
 
 ROWS = 84_323
@@ -94,7 +95,7 @@ def runs(data: bytes) -> dict[str, float]:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     upload = UploadedFile(name="sales.csv", extension="csv", content_type="text/csv", data=data)
     found = {}
-    with LocalStack(api_keys=[API_KEY], parameter_overrides={"LogLevel": "WARNING"}) as stack:
+    with LocalStack(api_keys=[API_KEY], parameter_overrides=STACK_PARAMETERS) as stack:
         account_id = authenticate({"X-API-KEY": API_KEY})
         prefix = stack.state_machine_arns["RunCanvasStateMachine"].replace(":stateMachine:", ":execution:")
         for template, prompt in PROMPTS.items():

@@ -14,6 +14,7 @@ import argparse
 import logging
 import statistics
 
+from bench import STACK_PARAMETERS
 from bench.makespan import API_KEY, Runner, suite
 from canvas_core.blocks import runner
 from canvas_local.stack import LocalStack
@@ -33,7 +34,7 @@ def main() -> None:
     for noisy in ("werkzeug", "botocore", "canvas_local"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     overheads: dict[float, list[float]] = {value: [] for value in values}
-    with LocalStack(api_keys=[API_KEY], parameter_overrides={"LogLevel": "WARNING"}) as stack:
+    with LocalStack(api_keys=[API_KEY], parameter_overrides=STACK_PARAMETERS) as stack:
         runs = Runner(stack)
         runs.run("fanout-warm-up", dags["chain"])
         for round_ in range(args.rounds):

@@ -16,6 +16,7 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from bench import STACK_PARAMETERS
 from bench.dags import Block, Dag, scripted
 from bench.makespan import percentile, suite
 from canvas_core.adapters.store import Store
@@ -40,7 +41,7 @@ def main() -> None:
     for noisy in ("werkzeug", "botocore", "canvas_local"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     dags = {name: priced(dag) for name, dag in suite()}
-    with LocalStack(api_keys=[API_KEY], parameter_overrides={"LogLevel": "WARNING"}, faults=FAULTS) as stack:
+    with LocalStack(api_keys=[API_KEY], parameter_overrides=STACK_PARAMETERS, faults=FAULTS) as stack:
         account_id = authenticate({"X-API-KEY": API_KEY})
         store = Store()
         before = int(store.get_account(account_id)["credits_balance"])

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
+from bench import STACK_PARAMETERS
 from bench.dags import Block, Dag, Script
 from bench.makespan import API_KEY, Runner
 from canvas_core.adapters.executions import Executions
@@ -68,7 +69,7 @@ def main() -> None:
     chain = Dag([Block(BLOCK_SECONDS) for _ in range(CHAIN)], [(i, i + 1) for i in range(CHAIN - 1)])
     handoffs: list[float] = []
     steps: dict[str, list[tuple[float, float]]] = {name: [] for name in CALLS}
-    with LocalStack(api_keys=[API_KEY], parameter_overrides={"LogLevel": "WARNING"}) as stack:
+    with LocalStack(api_keys=[API_KEY], parameter_overrides=STACK_PARAMETERS) as stack:
         runner = Runner(stack)
         runner.run("handoff-warm-up", Dag([Block(0.0) for _ in range(3)], [(0, 1), (1, 2)]))
         for round_ in range(ROUNDS):

@@ -205,6 +205,8 @@ class Server:
             command += [arg for key in self.api_keys for arg in ("--api-key", key)]
             if "--max-concurrent-runs" in options:
                 command += ["--max-concurrent-runs", "1000"]
+            if "--max-runs-per-minute" in options:
+                command += ["--max-runs-per-minute", "100000"]
             command += self.options
             with self.log_path.open("ab") as log:
                 # Its own session: a Ctrl-C in the terminal reaches the benchmark, which stops the server itself.

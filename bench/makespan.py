@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from bench import STACK_PARAMETERS
 from bench.dags import Block, Dag, Script, layered_random_dag, scripted
 from canvas_core.adapters.store import Store
 from canvas_core.auth import authenticate
@@ -146,7 +147,7 @@ def main() -> None:
     # Logging every request would be measured as orchestration overhead.
     for noisy in ("werkzeug", "botocore", "canvas_local"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    with LocalStack(api_keys=[API_KEY], parameter_overrides={"LogLevel": "WARNING"}) as stack:
+    with LocalStack(api_keys=[API_KEY], parameter_overrides=STACK_PARAMETERS) as stack:
         runner = Runner(stack)
         measured, baseline, block_transitions, run_transitions, all_transitions = [], [], [], [], []
         bands: dict[str, list[tuple[float, float]]] = {band_of(high): [] for _, high in WIDTH_BANDS}

@@ -11,6 +11,7 @@ import argparse
 import logging
 import time
 
+from bench import STACK_PARAMETERS
 from bench.dags import Block, Dag
 from bench.makespan import API_KEY, Runner
 from canvas_local.stack import LocalStack
@@ -30,7 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     for noisy in ("werkzeug", "botocore", "canvas_local"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    with LocalStack(api_keys=[API_KEY], parameter_overrides={"LogLevel": "WARNING"}) as stack:
+    with LocalStack(api_keys=[API_KEY], parameter_overrides=STACK_PARAMETERS) as stack:
         runner = Runner(stack)
         runner.run("warm-up", Dag([Block(0.0) for _ in range(3)], [(0, 1), (1, 2)]))
         chain = Dag([Block(0.0) for _ in range(20)], [(i, i + 1) for i in range(19)])

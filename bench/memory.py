@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from bench import STACK_PARAMETERS
 from bench.growth import second_half, slope
 from bench.load import SEED, workload
 from canvas_core.models.api import CreateRunRequest
@@ -248,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     extra: dict[str, Any] = {}
     if args.retention_days is not None:
         extra["retention_days"] = args.retention_days
-    with LocalStack(api_keys=keys, parameter_overrides={"LogLevel": "WARNING"}, **extra) as stack:
+    with LocalStack(api_keys=keys, parameter_overrides=STACK_PARAMETERS, **extra) as stack:
         driver = Driver(stack, args.workers)
         driver.run(workload("warmup", "mem", args.warmup, rng, max_blocks=4))
         gc.collect()

@@ -65,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="runs one account may have running at once; the next create gets 429 (default: the template's, 10)",
     )
     serve.add_argument(
+        "--max-runs-per-minute",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="runs and re-runs one account may start in a minute; the next gets 429 (default: the template's, 30)",
+    )
+    serve.add_argument(
         "--retention-days",
         type=_positive,
         default=None,
@@ -233,6 +240,8 @@ def serve(args: argparse.Namespace) -> int:
     overrides = {}
     if args.max_concurrent_runs is not None:
         overrides["MaxConcurrentRunsPerAccount"] = str(args.max_concurrent_runs)
+    if args.max_runs_per_minute is not None:
+        overrides["MaxRunStartsPerMinutePerAccount"] = str(args.max_runs_per_minute)
     if args.webhook_allow_private_addresses:
         overrides["WebhookAllowPrivateAddresses"] = "true"
     from canvas_core.settings import SettingsError

@@ -32,6 +32,7 @@ def get_account(account_id: str, store: Store | None = None) -> AccountView:
         active_runs=int(account.get("active_runs", 0)),
         limits=AccountLimits(
             max_concurrent_runs=settings.max_concurrent_runs,
+            max_runs_per_minute=settings.max_runs_per_minute,
             max_webhook_endpoints=MAX_ENDPOINTS_PER_ACCOUNT,
             max_blocks_per_run=MAX_BLOCKS,
             max_files_per_run=settings.max_files,

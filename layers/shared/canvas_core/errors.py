@@ -91,6 +91,16 @@ class TooManyConcurrentRunsError(ServiceError):
         super().__init__(f"Too many concurrent runs: the limit is {limit} per account")
 
 
+class TooManyRunStartsError(ServiceError):
+    """An account started as many runs (and re-runs) as it may in one minute."""
+
+    status_code = 429
+
+    def __init__(self, limit: int, retry_after_ms: int):
+        super().__init__(f"Too many runs started: the limit is {limit} per minute per account")
+        self.retry_after_seconds = max(1, -(-retry_after_ms // 1000))
+
+
 class NotFoundError(ServiceError):
     status_code = 404
 

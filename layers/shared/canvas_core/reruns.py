@@ -17,7 +17,7 @@ from typing import Any
 from canvas_core.adapters.events import Events
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.idempotency import call_once
-from canvas_core.adapters.store import Store
+from canvas_core.adapters.store import Store, start_wait_ms
 from canvas_core.clock import new_id, now_ms, parse_uuid
 from canvas_core.errors import (
     BlockNotFoundError,
@@ -25,6 +25,7 @@ from canvas_core.errors import (
     ConflictError,
     InsufficientCreditsError,
     TooManyConcurrentRunsError,
+    TooManyRunStartsError,
 )
 from canvas_core.estimates import estimate_rerun
 from canvas_core.gather.pages import urls_in
@@ -75,9 +76,13 @@ def rerun_block(
         raise InsufficientCreditsError(
             f"Insufficient credits: the account balance is {balance}; add credits to re-run a block"
         )
-    limit = api_settings().max_concurrent_runs
+    settings = api_settings()
+    limit = settings.max_concurrent_runs
     if account is not None and int(account.get("active_runs", 0)) >= limit:
         raise TooManyConcurrentRunsError(limit)
+    wait_ms = start_wait_ms(account, settings.max_runs_per_minute)
+    if wait_ms is not None:
+        raise TooManyRunStartsError(settings.max_runs_per_minute, wait_ms)
 
     run_id, new_canvas_id = new_id(), new_id()
     logger.append_keys(run_id=run_id, canvas_id=new_canvas_id)
@@ -103,7 +108,11 @@ def rerun_block(
     new_canvas = CanvasItem(
         canvas_id=new_canvas_id, account_id=account_id, run_id=run_id, canvas_name=rerun_name(canvas.canvas_name)
     )
-    if not store.admit_run(run, new_canvas, limit, reserve=min(expected_credits, balance)):
+    reserve = min(expected_credits, balance)
+    admitted = store.admit_run(
+        run, new_canvas, limit, reserve=reserve, max_starts_per_minute=settings.max_runs_per_minute, account=account
+    )
+    if not admitted:
         raise TooManyConcurrentRunsError(limit)
     try:
         new_edges = [EdgeItem(source_id=e.source_id, target_id=e.target_id) for e in edges]

@@ -12,7 +12,7 @@ from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.adapters.events import Events
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.idempotency import call_once
-from canvas_core.adapters.store import Store
+from canvas_core.adapters.store import Store, start_wait_ms
 from canvas_core.clock import iso_utc, new_id, now_ms, parse_uuid
 from canvas_core.content import with_full_run_text
 from canvas_core.errors import (
@@ -22,6 +22,7 @@ from canvas_core.errors import (
     InvalidCursorError,
     RunNotFoundError,
     TooManyConcurrentRunsError,
+    TooManyRunStartsError,
 )
 from canvas_core.estimates import estimate_credits, estimate_duration_ms
 from canvas_core.models.api import (
@@ -60,10 +61,14 @@ def create_run(
         raise InsufficientCreditsError(
             f"Insufficient credits: the account balance is {balance}; add credits to start a run"
         )
-    limit = api_settings().max_concurrent_runs
+    settings = api_settings()
+    limit = settings.max_concurrent_runs
     # Read with the balance, so that a refused request uploads nothing; the write below is what holds the limit.
     if account is not None and int(account.get("active_runs", 0)) >= limit:
         raise TooManyConcurrentRunsError(limit)
+    wait_ms = start_wait_ms(account, settings.max_runs_per_minute)
+    if wait_ms is not None:
+        raise TooManyRunStartsError(settings.max_runs_per_minute, wait_ms)
 
     run_id, canvas_id = new_id(), new_id()
     logger.append_keys(run_id=run_id, canvas_id=canvas_id)
@@ -101,7 +106,9 @@ def create_run(
     # Credits set aside for the run as it is admitted: what it is expected to spend, at most the balance. Its blocks
     # spend from it, not from the account item every run of the account shares; what is left returns at its end.
     reserve = min(estimate_credits(request.template, request.blocks, len(uploads)), balance)
-    if not store.admit_run(run, canvas, limit, reserve=reserve):
+    if not store.admit_run(
+        run, canvas, limit, reserve=reserve, max_starts_per_minute=settings.max_runs_per_minute, account=account
+    ):
         raise TooManyConcurrentRunsError(limit)
     try:
         executions.start(

@@ -32,7 +32,12 @@ from canvas_core.adapters.dynamodb import (
 )
 from canvas_core.adapters.usage import credits_used_counter, runs_counter
 from canvas_core.clock import now_ms
-from canvas_core.errors import CreditsExhaustedError, InsufficientCreditsError, StorageBusyError
+from canvas_core.errors import (
+    CreditsExhaustedError,
+    InsufficientCreditsError,
+    StorageBusyError,
+    TooManyRunStartsError,
+)
 from canvas_core.models.items import CanvasItem, EdgeItem, NodeItem, RerunOf, RunItem, RunSummaryItem, TaskItem
 from canvas_core.settings import ServiceSettings, service_settings
 
@@ -42,6 +47,8 @@ RUNS_BY_ACCOUNT_INDEX = "account_id-created_at_ms-index"
 NODE_PREFIX = "NODE#"
 # How often a write that found the balance or a reservation changed by others looks again before giving up.
 ADMISSION_ATTEMPTS = 8
+# The window an account's run starts are counted in (`max_starts_per_minute`).
+START_WINDOW_MS = 60_000
 SETTLEMENT_ATTEMPTS = 16
 TOP_UP_ATTEMPTS = 8
 # The least a run's reservation is topped up by, in credits: a run writes its account once per step at most.
@@ -125,29 +132,53 @@ class Store:
 
     # Runs
 
-    def admit_run(self, run: RunItem, canvas: CanvasItem, max_active_runs: int, reserve: int = 0) -> bool:
+    def admit_run(
+        self,
+        run: RunItem,
+        canvas: CanvasItem,
+        max_active_runs: int,
+        reserve: int = 0,
+        max_starts_per_minute: int | None = None,
+        account: Mapping[str, Any] | None = None,
+    ) -> bool:
         """Store a new run and its canvas, count the run among its account's running runs and set `reserve` credits
         aside for it (at most the balance), in one write. False, with nothing stored, when the account already has
         `max_active_runs` running (DynamoDB checks the count as it is, so creates racing each other cannot pass the
-        limit together). InsufficientCreditsError, with nothing stored, when the balance is spent."""
+        limit together). InsufficientCreditsError, with nothing stored, when the balance is spent.
+
+        With `max_starts_per_minute`, the same write counts the run among the account's starts of this minute
+        (`start_window`, the minute since the epoch, and `starts_in_window`); TooManyRunStartsError, with nothing
+        stored, when the minute already has that many. `account`, the item as last read, picks the first attempt's
+        form of that count (a new minute or the same one); a wrong guess costs one attempt."""
+        window = now_ms() // START_WINDOW_MS
+        known_window = int(account.get("start_window", -1)) if account else -1
         for _ in range(ADMISSION_ATTEMPTS):
             admitted = run.model_copy(update={"reserved_credits": reserve})
+            update = (
+                "SET active_runs = if_not_exists(active_runs, :zero) + :one,"
+                " credits_balance = credits_balance - :reserve"
+            )
+            condition = (
+                "attribute_exists(account_id) AND credits_balance >= :reserve"
+                " AND (attribute_not_exists(active_runs) OR active_runs < :limit)"
+            )
+            values: dict[str, Any] = {"zero": 0, "one": 1, "limit": max_active_runs, "reserve": reserve}
+            if max_starts_per_minute is not None:
+                values.update(window=window, starts=max_starts_per_minute)
+                if known_window == window:
+                    update += ", starts_in_window = starts_in_window + :one"
+                    condition += " AND start_window = :window AND starts_in_window < :starts"
+                else:
+                    update += ", start_window = :window, starts_in_window = :one"
+                    condition += " AND (attribute_not_exists(start_window) OR start_window < :window)"
             admit = {
                 "Update": {
                     "TableName": self.settings.accounts_table,
                     "Key": {"account_id": {"S": run.account_id}},
                     # The month's run counter moves in the same write (GET /v1/account).
-                    "UpdateExpression": (
-                        "SET active_runs = if_not_exists(active_runs, :zero) + :one,"
-                        f" credits_balance = credits_balance - :reserve ADD {runs_counter()} :one"
-                    ),
-                    "ConditionExpression": (
-                        "attribute_exists(account_id) AND credits_balance >= :reserve"
-                        " AND (attribute_not_exists(active_runs) OR active_runs < :limit)"
-                    ),
-                    "ExpressionAttributeValues": expression_values(
-                        zero=0, one=1, limit=max_active_runs, reserve=reserve
-                    ),
+                    "UpdateExpression": f"{update} ADD {runs_counter()} :one",
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeValues": expression_values(**values),
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
@@ -174,11 +205,18 @@ class Store:
             except ConditionFailed as exc:
                 if "ConditionalCheckFailed" in cancellation_codes(exc)[:-1]:
                     raise
-                account = _refused_item(exc)
-                if account is None or int(account.get("active_runs", 0)) >= max_active_runs:
+                found = _refused_item(exc)
+                if found is None or int(found.get("active_runs", 0)) >= max_active_runs:
                     return False
+                known_window = int(found.get("start_window", -1))
+                if (
+                    max_starts_per_minute is not None
+                    and known_window == window
+                    and int(found.get("starts_in_window", 0)) >= max_starts_per_minute
+                ):
+                    raise TooManyRunStartsError(max_starts_per_minute, retry_after_ms(window)) from exc
                 # Other runs took credits since the balance was read: reserve what is left.
-                balance = int(account.get("credits_balance", 0))
+                balance = int(found.get("credits_balance", 0))
                 if balance <= 0:
                     doing = "re-run a block" if admitted.rerun_of else "start a run"
                     raise InsufficientCreditsError(
@@ -1077,3 +1115,19 @@ def jsonable_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
             value = [v.model_dump(mode="json", exclude_none=True) if isinstance(v, BaseModel) else v for v in value]
         out[key] = value
     return out
+
+
+def retry_after_ms(window: int) -> int:
+    """Milliseconds from now until the start window after `window` opens."""
+    return max((window + 1) * START_WINDOW_MS - now_ms(), 0)
+
+
+def start_wait_ms(account: Mapping[str, Any] | None, max_starts_per_minute: int) -> int | None:
+    """Milliseconds until the account may start a run again, when this minute's starts are spent (as last read);
+    None when it may start one now."""
+    window = now_ms() // START_WINDOW_MS
+    if account is None or int(account.get("start_window", -1)) != window:
+        return None
+    if int(account.get("starts_in_window", 0)) < max_starts_per_minute:
+        return None
+    return retry_after_ms(window)

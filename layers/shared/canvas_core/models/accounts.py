@@ -39,6 +39,7 @@ class CreatedApiKey(ApiKeyView):
 
 class AccountLimits(Model):
     max_concurrent_runs: int
+    max_runs_per_minute: int = Field(description="Runs and re-runs the account may start in one minute")
     max_webhook_endpoints: int
     max_blocks_per_run: int
     max_files_per_run: int

@@ -14,6 +14,8 @@ class ApiSettings(WebhookSettings):
     max_file_bytes: int = env("MAX_FILE_BYTES", 4 * MIB, ge=0)
     max_upload_bytes: int = env("MAX_UPLOAD_BYTES", 4 * MIB, ge=0)
     max_concurrent_runs: int = env("MAX_CONCURRENT_RUNS", 10, ge=0)
+    # Runs and re-runs one account may start in a minute (a burst of creates, even each cancelled at once).
+    max_runs_per_minute: int = env("MAX_RUNS_PER_MINUTE", 30, ge=1)
     portal_session_seconds: int = env("PORTAL_SESSION_SECONDS", 12 * 3600, gt=0)
 
 
