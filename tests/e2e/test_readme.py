@@ -4,9 +4,11 @@ The README marks what is meant to be run with an HTML comment before the code bl
 `<!-- readme-test: serve -->` (the `make run ARGS="..."` line: its ARGS start `canvas serve`; `make run` and
 `make test` themselves are not run, this test runs inside `make test`), `<!-- readme-test: run -->` (bash, run in
 order in one shell, as in one terminal) and `<!-- readme-test: file NAME -->` (saved as NAME, as the README asks).
-The shell is a new terminal's: the copy's folder, no virtual environment active, no CANVAS_* variables; only the
-README's address of the service (http://127.0.0.1:3000) becomes the one the test's `canvas serve` listens on. A
-command that fails, or an answer in the error shape, fails the test, naming the README line of its block."""
+The shell is a new terminal's: the copy's folder, no virtual environment active, no CANVAS_* variables. The test's
+`canvas serve` listens on a free port, not the README's 3000, and the one line that names the service's address
+(`export CANVAS_BASE_URL=http://127.0.0.1:3000`) is edited to it, as a reader on another port does; no other command
+names the port. A command that fails, or an answer in the error shape, fails the test, naming the README line of its
+block; so does anything the commands leave in the copy that git would see."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 LOCAL_URL = "http://127.0.0.1:3000"
+# The README's one line naming the service's address, which a reader on another port edits.
+BASE_URL_LINE = re.compile(r"^export CANVAS_BASE_URL=http://127\.0\.0\.1:3000(?=\s)", re.M)
 MARKED = re.compile(
     r"^<!-- readme-test: (?P<kind>serve|run|file (?P<name>[\w.-]+))\b[^>]*-->\n```(?P<lang>\w*)\n(?P<body>.*?)^```$",
     re.M | re.S,
@@ -70,7 +74,7 @@ def script(blocks: list[Block], base_url: str) -> str:
     # early by design.
     parts = ["set -e"]
     for block in (b for b in blocks if b.kind != "serve"):
-        body = block.body.replace(LOCAL_URL, base_url)
+        body = BASE_URL_LINE.sub(f"export CANVAS_BASE_URL={base_url}", block.body)
         # On a line of its own: curl's answers end without a newline.
         parts.append(f"printf '\\n>>> README line {block.line}\\n'")
         if block.kind == "file":
@@ -81,15 +85,27 @@ def script(blocks: list[Block], base_url: str) -> str:
 
 
 def fresh_copy(destination: Path) -> Path:
-    """The repository's tracked files as they are in the working tree, and the `.venv` that `make run` makes."""
+    """The repository's tracked files as they are in the working tree, committed in a repository of their own as a
+    clone's are, and the `.venv` that `make run` makes."""
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
     for name in filter(None, listed.decode().split("\0")):
         source = ROOT / name
         if source.is_file():
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination / name)
+    git(destination, "init", "--quiet")
+    git(destination, "add", "--all")
+    git(destination, "commit", "--quiet", "--message", "The working tree's tracked files")
     (destination / ".venv").symlink_to(ROOT / ".venv")
+    # `make run` makes .venv a folder, which .gitignore's `.venv/` covers; here it is a link, which that does not.
+    with open(destination / ".git" / "info" / "exclude", "a", encoding="utf-8") as exclude:
+        exclude.write("/.venv\n")
     return destination
+
+
+def git(folder: Path, *args: str) -> str:
+    identity = ["-c", "user.name=README test", "-c", "user.email=readme-test@example.invalid"]
+    return subprocess.run(["git", *identity, *args], cwd=folder, capture_output=True, text=True, check=True).stdout
 
 
 def new_terminal(home: Path) -> dict[str, str]:
@@ -149,6 +165,17 @@ def test_the_readme_marks_the_serve_line_and_commands_that_use_the_local_service
     assert unmarked == starting, "README blocks use the local service but are not run by this test"
 
 
+def test_the_readme_names_the_services_address_once_for_the_commands_to_read():
+    # Given the README's commands and the programs it saves to run
+    blocks = marked_blocks(README.read_text("utf-8"))
+    run = [b for b in blocks if b.kind == "run" or (b.kind == "file" and str(b.name).endswith(".py"))]
+
+    # Then one line sets CANVAS_BASE_URL to the address `make run` serves, and nothing else names that address
+    assert sum(len(BASE_URL_LINE.findall(b.body)) for b in run) == 1
+    naming = [b.line for b in run if LOCAL_URL in BASE_URL_LINE.sub("", b.body)]
+    assert not naming, f"README blocks at lines {naming} name {LOCAL_URL}: read $CANVAS_BASE_URL instead"
+
+
 def test_a_command_that_fails_fails_the_run_naming_its_readme_line(tmp_path):
     # Given a README whose second block runs a command that does not exist
     text = (
@@ -173,16 +200,22 @@ def test_an_error_answer_fails_the_run_though_curl_exits_0(tmp_path):
 
 
 def test_the_readmes_commands_work_as_written_on_a_fresh_copy(tmp_path):
-    # Given a fresh copy of the repository, set up as `make run` leaves it, and the service its README starts
+    # Given a fresh copy of the repository, set up as `make run` leaves it, and the service its README starts, on a
+    # free port other than the README's
     blocks = marked_blocks(README.read_text("utf-8"))
     folder = fresh_copy(tmp_path / "canvas-run-service")
     home = tmp_path / "home"
     home.mkdir()
     with canvas_serve(*serve_args(blocks)) as served:
+        assert served.base_url.startswith("http://127.0.0.1:") and served.base_url != LOCAL_URL
         # When the README's commands run in a new terminal in that folder, as written
         output = run_readme(blocks, served.base_url, folder, home)
 
-    # Then every one worked: the runs' answers were printed and their files saved where the README says
+    # Then every one worked: the runs' answers were printed, their files saved where the README says, and the
+    # webhook receiver it starts got a delivery whose signature checked out
     assert output.count("Offline answer") >= 3, output[-3000:]
-    saved = sorted(p.name for p in (folder / "reports").iterdir())
+    saved = sorted(p.name for p in (folder / "scratch" / "reports").iterdir())
     assert any(name.endswith(".docx") for name in saved), saved
+    assert re.search(r"^webhook\.ping evt_\S+ signature ok$", output, re.M), output[-3000:]
+    # And the copy is as clean as it was: what the commands wrote is in folders git ignores
+    assert git(folder, "status", "--porcelain", "--untracked-files=all") == ""
