@@ -343,3 +343,69 @@ def test_signing_out_ends_the_session(stack, driver):
     driver.get(f"{stack.base_url}/portal")
     wait_until(lambda: by_id(driver, "sign-in").is_displayed(), what="the sign-in form after a reload")
     assert not [c for c in driver.get_cookies() if c["name"] == "canvas_session"]
+
+
+def blocks_outside_the_graph(driver: Any) -> list[str]:
+    """The blocks drawn (even in part) outside the graph's box or the window, sideways: none can be seen whole
+    without scrolling the box."""
+    return driver.execute_script(
+        "const box = document.getElementById('graph').getBoundingClientRect();"
+        "const right = Math.min(box.right, document.documentElement.clientWidth);"
+        "return [...document.querySelectorAll('g.node')].filter((g) => {"
+        " const r = g.querySelector('rect').getBoundingClientRect();"
+        " return r.left < Math.max(box.left, 0) - 0.5 || r.right > right + 0.5; }).map((g) => g.dataset.nodeId);"
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "dag"),
+    [
+        ("a chain of six", Dag([Block() for _ in range(6)], [(i, i + 1) for i in range(5)])),
+        (
+            "a fan of five after two",
+            Dag([Block() for _ in range(8)], [(0, 1), (1, 2), (2, 3), (2, 4), (2, 5), (2, 6), (2, 7), (0, 7)]),
+        ),
+    ],
+)
+def test_the_viewer_shows_every_block_of_a_deep_canvas_on_a_laptop_and_a_phone(stack, driver, shape, dag):
+    # Given a finished canvas of five or more steps
+    prompt = f"portal e2e: {shape}"
+    api = httpx.Client(base_url=stack.base_url, headers={"X-API-KEY": KEY}, timeout=30)
+    with scripted({prompt: dag}), api as client:
+        run_id = client.post("/v1/run", data={"prompt": prompt}).json()["data"]["run_id"]
+        wait_until(
+            lambda: client.get(f"/v1/run/{run_id}").json()["data"]["status"] == "completed",
+            timeout=60,
+            what="the run completed",
+        )
+    sign_in(driver, stack)
+    try:
+        for width, height in ((1366, 768), (390, 844)):
+            # When its viewer is opened in a window of that size, and its last block tapped
+            driver.set_window_size(width, height)
+            driver.get(f"{stack.base_url}/runs/{run_id}")
+            wait_until(lambda: len(driver.find_elements("css selector", "g.node")) == len(dag.blocks))
+            wait_until(lambda: by_id(driver, "run-status").text == "completed", what="the run shown completed")
+            driver.execute_script(
+                "const nodes = document.querySelectorAll('g.node');"
+                "nodes[nodes.length - 1].dispatchEvent(new MouseEvent('click', {bubbles: true}));"
+            )
+            wait_until(lambda: by_id(driver, "node-details").is_displayed(), what="the block's details")
+            screenshot(driver, f"viewer-{shape.replace(' ', '-')}-{width}")
+
+            # Then every block lies within the graph's box and the window, and the page is no wider than the window
+            assert blocks_outside_the_graph(driver) == [], f"{width} px"
+            assert driver.execute_script("return document.scrollingElement.scrollWidth <= window.innerWidth")
+            # And the block's details are beside the canvas, or on a phone right under it, above the answer and tasks
+            where = driver.execute_script(
+                "const box = (id) => document.getElementById(id).closest('.card').getBoundingClientRect();"
+                "return { graph: box('graph'), panel: box('panel'), tasks: box('tasks'), width: window.innerWidth };"
+            )
+            graph, panel, tasks = where["graph"], where["panel"], where["tasks"]
+            if width >= 1000:
+                assert panel["left"] >= graph["right"] and panel["top"] < graph["bottom"]
+            else:
+                assert graph["bottom"] <= panel["top"] < graph["bottom"] + 40 and panel["bottom"] <= tasks["top"]
+                assert panel["right"] <= where["width"]
+    finally:
+        driver.set_window_size(1400, 1000)

@@ -9,6 +9,7 @@
   const runId = decodeURIComponent(window.location.pathname.split("/").filter(Boolean).pop());
   const $ = (id) => document.getElementById(id);
   let drawnIds = "";
+  let lastView = null;
   let selected = null;
   let nodesById = new Map();
 
@@ -23,19 +24,81 @@
     return text.length > max ? `${text.slice(0, max - 1)}…` : text;
   }
 
+  // The server's layout puts a block's column left to right, one per step of the longest path to it. Where those
+  // columns are wider than the graph's box, they wrap as lines of text do: as many columns as fit side by side, then
+  // the next ones below, so every block is in view without scrolling sideways (a long chain on a laptop, any canvas
+  // of two steps or more on a phone). An arrow within a line points right; one to the next line points down.
+  const WRAP_MARGIN = 16;
+  const WRAP_GAP_X = 50;
+  const WRAP_GAP_Y = 22;
+  const WRAP_GAP_LINE = 44; // room for the arrows from one line to the next
+
+  function fitted(view, room) {
+    if (view.width <= room || !view.nodes.length) {
+      return { wrapped: false, width: view.width, height: view.height, nodes: view.nodes, edges: view.edges };
+    }
+    const w = view.node_width;
+    const h = view.node_height;
+    const perLine = Math.max(1, Math.floor((room - 2 * WRAP_MARGIN + WRAP_GAP_X) / (w + WRAP_GAP_X)));
+    const columns = new Map(); // the server's columns: the blocks drawn at one x, in their order down it
+    for (const node of [...view.nodes].sort((a, b) => a.x - b.x || a.y - b.y)) {
+      if (!columns.has(node.x)) columns.set(node.x, []);
+      columns.get(node.x).push(node);
+    }
+    const lines = [];
+    for (const [index, column] of [...columns.values()].entries()) {
+      if (index % perLine === 0) lines.push([]);
+      lines[lines.length - 1].push(column);
+    }
+    const at = new Map();
+    let top = WRAP_MARGIN;
+    for (const line of lines) {
+      for (const [index, column] of line.entries()) {
+        for (const [row, node] of column.entries()) {
+          at.set(node.id, { x: WRAP_MARGIN + index * (w + WRAP_GAP_X), y: top + row * (h + WRAP_GAP_Y), line });
+        }
+      }
+      top += Math.max(...line.map((column) => column.length)) * (h + WRAP_GAP_Y) - WRAP_GAP_Y + WRAP_GAP_LINE;
+    }
+    const width = 2 * WRAP_MARGIN + Math.min(perLine, columns.size) * (w + WRAP_GAP_X) - WRAP_GAP_X;
+    const height = top - WRAP_GAP_LINE + WRAP_MARGIN;
+    const nodes = view.nodes.map((node) => ({ ...node, x: at.get(node.id).x, y: at.get(node.id).y }));
+    const edges = view.edges.map((edge) => {
+      const source = at.get(edge.source_id);
+      const target = at.get(edge.target_id);
+      if (source.line === target.line) {
+        const [x1, y1, x2, y2] = [source.x + w, source.y + h / 2, target.x, target.y + h / 2];
+        const bend = Math.max(20, (x2 - x1) / 2);
+        return { ...edge, path: `M ${x1} ${y1} C ${x1 + bend} ${y1}, ${x2 - bend} ${y2}, ${x2} ${y2}` };
+      }
+      const [x1, y1, x2, y2] = [source.x + w / 2, source.y + h, target.x + w / 2, target.y];
+      const bend = Math.max(16, (y2 - y1) / 2);
+      return { ...edge, path: `M ${x1} ${y1} C ${x1} ${y1 + bend}, ${x2} ${y2 - bend}, ${x2} ${y2}` };
+    });
+    return { wrapped: true, width, height, nodes, edges };
+  }
+
+  // What the drawing depends on: the blocks, whether their columns wrap, and how many fit on a line.
+  function drawKey(view) {
+    const laid = fitted(view, $("graph").clientWidth);
+    return `${view.nodes.map((node) => node.id).join(",")}|${laid.wrapped ? laid.width : "columns"}`;
+  }
+
   function draw(view) {
-    const width = Math.max(view.width, 200);
-    const height = Math.max(view.height, 80);
+    const laid = fitted(view, $("graph").clientWidth);
+    const width = Math.max(laid.width, 200);
+    const height = Math.max(laid.height, 80);
     const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
       svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#b4bfd0" }));
     // A group of blocks, each a button named by its <title> (Tab to it, Enter or Space shows its details): not an
     // image, whose parts assistive technology would not reach.
-    const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": "Canvas blocks" },
+    const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": "Canvas blocks",
+      class: laid.wrapped ? "wrapped" : "columns" },
       svg("defs", {}, marker));
-    for (const edge of view.edges) {
+    for (const edge of laid.edges) {
       root.append(svg("path", { class: "edge", d: edge.path, "marker-end": "url(#arrow)", "data-source": edge.source_id, "data-target": edge.target_id }));
     }
-    for (const node of view.nodes) {
+    for (const node of laid.nodes) {
       const group = svg("g", { class: nodeClass(node), "data-node-id": node.id, "data-status": node.status, "data-reused": node.reused ? "true" : "false", transform: `translate(${node.x} ${node.y})`, tabindex: 0, role: "button" },
         svg("title", {}, nodeTitle(node)),
         svg("rect", { width: view.node_width, height: view.node_height, rx: 8 }),
@@ -298,7 +361,8 @@
     }
     notify("", "info");
     nodesById = new Map(view.nodes.map((node) => [node.id, node]));
-    const ids = view.nodes.map((node) => node.id).join(",");
+    lastView = view;
+    const ids = drawKey(view);
     if (ids !== drawnIds) {
       draw(view);
       drawnIds = ids;
@@ -310,6 +374,20 @@
     if (selected) showNode(nodesById.get(selected));
     if (view.run.status === "running") schedule(POLL_MS);
   }
+
+  // A window made narrower or wider (a phone turned, a window resized) draws the canvas again when its fit changed.
+  let resizing = 0;
+  window.addEventListener("resize", () => {
+    window.cancelAnimationFrame(resizing);
+    resizing = window.requestAnimationFrame(() => {
+      if (!lastView) return;
+      const ids = drawKey(lastView);
+      if (ids === drawnIds) return;
+      draw(lastView);
+      drawnIds = ids;
+      if (selected) select(selected);
+    });
+  });
 
   $("approve-run").addEventListener("click", () => act("approve", "Approving…", "Approved: the run goes on."));
   $("cancel-run").addEventListener("click", () => act("cancel", "Cancelling…", "Cancelled."));
