@@ -23,6 +23,12 @@
     if (text !== undefined) el.textContent = text;
     return el;
   }
+  // How wide a text is at a size, in the page's font (the chart's units are pixels at that size).
+  function textWidth(box, size) {
+    var context = document.createElement("canvas").getContext("2d");
+    context.font = size + "px " + getComputedStyle(box).fontFamily;
+    return function (text) { return context.measureText(text).width; };
+  }
   // One measure at a time (its own scale); rows that share a label are added up (or averaged, for a measure
   // such as an average or a rate that does not add up), so a category's bar is the category's figure.
   function drawChart(box, t, rows, measure) {
@@ -51,6 +57,21 @@
     var values = bars.map(function (b) { return b.value; });
     var max = Math.max.apply(null, [0].concat(values)), min = Math.min.apply(null, [0].concat(values));
     var span = (max - min) || 1;
+    // Labels that would run into their neighbours side by side are slanted; where even slanted they would, only
+    // every few bars is named (each bar's title names it), and figures that would overlap are left out.
+    var names = bars.map(function (b) { return b.name.length > 14 ? b.name.slice(0, 13) + "…" : b.name; });
+    var measure = textWidth(box, 12), slot = (width - left - 8) / Math.max(1, bars.length);
+    var widest = Math.max.apply(null, [0].concat(names.map(function (n) { return measure(n); })));
+    var slanted = widest > slot - 6, every = 1;
+    if (slanted) {
+      every = Math.ceil(16 / (slot * Math.SQRT1_2));
+      left = Math.max(left, Math.ceil(widest * Math.SQRT1_2 - slot / 2 + 4));
+      slot = (width - left - 8) / Math.max(1, bars.length);
+      bottom = Math.ceil(widest * Math.SQRT1_2) + 24;
+      height += bottom - 48;
+    }
+    var figure = textWidth(box, 11);
+    var figures = bars.length <= 16 && bars.every(function (b) { return figure(short(b.value)) <= slot - 2; });
     var plot = svg("svg", { viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": title.textContent });
     var y = function (v) { return top + (max - v) / span * (height - top - bottom); };
     for (var k = 0; k <= 4; k++) {
@@ -59,19 +80,22 @@
       plot.appendChild(svg("text", { x: left - 6, y: yy + 4, "text-anchor": "end", "class": "axis" },
         short(tick)));
     }
-    var slot = (width - left - 8) / Math.max(1, bars.length), bar = Math.max(4, slot * 0.6);
+    var bar = Math.max(4, slot * 0.6);
     bars.forEach(function (b, i) {
       var x = left + i * slot + (slot - bar) / 2;
       var y0 = y(Math.max(0, b.value)), y1 = y(Math.min(0, b.value));
       var rect = svg("rect", { x: x, y: y0, width: bar, height: Math.max(1, y1 - y0), fill: COLOURS[0], rx: 2 });
       rect.appendChild(svg("title", {}, b.name + ": " + full(b.value)));
       plot.appendChild(rect);
-      if (bars.length <= 16) {
+      if (figures) {
         plot.appendChild(svg("text", { x: x + bar / 2, y: y0 - 5, "text-anchor": "middle", "class": "value" },
           short(b.value)));
       }
-      plot.appendChild(svg("text", { x: x + bar / 2, y: height - bottom + 18, "text-anchor": "middle",
-        "class": "bar-label" }, b.name.length > 14 ? b.name.slice(0, 13) + "…" : b.name));
+      if (i % every) return;
+      var cx = x + bar / 2, cy = height - bottom + (slanted ? 12 : 18);
+      plot.appendChild(svg("text", slanted
+        ? { x: cx, y: cy, "text-anchor": "end", transform: "rotate(-45 " + cx + " " + cy + ")", "class": "bar-label" }
+        : { x: cx, y: cy, "text-anchor": "middle", "class": "bar-label" }, names[i]));
     });
     box.appendChild(plot);
   }
