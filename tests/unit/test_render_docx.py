@@ -7,10 +7,14 @@ import io
 
 import pytest
 from docx import Document
+from docx.table import Table as DocxTable
+from docx.text.paragraph import Paragraph as DocxParagraph
 
 from canvas_core.render import RenderCheckError
-from canvas_core.render.docx import check_docx, render_memo, render_report
-from canvas_core.render.structure import MemoHeader, Reference, parse_markdown
+from canvas_core.render.chart import render_bar_chart
+from canvas_core.render.docx import KEEP_LEAD_CHARS, check_docx, render_memo, render_report
+from canvas_core.render.structure import Figure, MemoHeader, Reference, parse_markdown
+from canvas_core.tables import Table
 
 pytestmark = pytest.mark.unit
 
@@ -107,3 +111,52 @@ def test_an_empty_document_fails_the_check():
     Document().save(buffer)
     with pytest.raises(RenderCheckError, match="has no text"):
         check_docx(buffer.getvalue())
+
+
+def _body_in_order(document) -> list:
+    """The body's paragraphs and tables in the order they are laid out."""
+    kinds = {"p": DocxParagraph, "tbl": DocxTable}
+    return [
+        kinds[child.tag.rsplit("}", 1)[1]](child, document)
+        for child in document.element.body.iterchildren()
+        if child.tag.rsplit("}", 1)[1] in kinds
+    ]
+
+
+@pytest.mark.parametrize("lead", ["", "A short lead.", "- a point\n- another point", "Numbers follow. " * 20])
+@pytest.mark.parametrize("render", ["report", "memo"])
+def test_a_heading_and_the_text_introducing_a_table_or_figure_never_end_a_page_without_it(lead, render):
+
+    # Given sections that head a table, directly or after a short lead, and a report's figure
+    table = "| Plan | Price |\n|---|---|\n| Basic | 9 |\n| Plus | 29 |\n"
+    material = parse_markdown(f"## Plans\n\n{lead}\n\n{table}\n\nAfter the table.\n\n## Notes\n\nA closing line.")
+    material.title = "Plans"
+    if render == "report":
+        chart = render_bar_chart(Table(["plan", "price"], [["Basic", "9"], ["Plus", "29"]]))
+        material.figures = [Figure(chart, "image/png", "Prices")]
+        data = render_report(material)
+    else:
+        data = render_memo(material, MemoHeader(to="A", sender="B", date=dt.date(2026, 1, 2), subject="Plans"))
+
+    # When the document is read back
+    document = Document(io.BytesIO(data))
+    body = _body_in_order(document)
+
+    # Then every heading keeps with what follows it
+    headings = [p for p in document.paragraphs if p.style.name.startswith("Heading")]
+    assert headings and all(p.paragraph_format.keep_with_next for p in headings), [p.text for p in headings]
+    # And from the table's heading to the table, every paragraph keeps with the next, unless a long lead may
+    # end the page before it (the heading then stays with that lead)
+    [grid] = document.tables
+    at = next(n for n, item in enumerate(body) if getattr(item, "_tbl", None) is grid._tbl)
+    start = max(n for n, item in enumerate(body[:at]) if getattr(item, "text", "") == "Plans")
+    between = body[start:at]
+    kept = [p.paragraph_format.keep_with_next for p in between]
+    if len(lead) <= KEEP_LEAD_CHARS:
+        assert all(kept), [(p.text[:30], k) for p, k in zip(between, kept, strict=True)]
+    else:
+        assert kept[0] and kept[-1] and not kept[-2]
+    # And a figure keeps with its caption under it
+    if render == "report":
+        picture = next(p for p in document.paragraphs if p._p.xpath(".//pic:pic"))
+        assert picture.paragraph_format.keep_with_next

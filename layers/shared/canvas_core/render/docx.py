@@ -37,6 +37,9 @@ from canvas_core.textsafety import one_line
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 MAX_TABLE_ROWS = 100  # a longer table belongs in a spreadsheet; the report shows its head and says so
 KEEP_WHOLE_ROWS = 20  # a table of at most this many rows fits a page: it starts on the page that can hold it
+# A paragraph or list of at most this many characters right before a table (about ten lines) introduces it: it keeps
+# with the table, and so does the heading above it; a longer one may end a page, the table starting the next.
+KEEP_LEAD_CHARS = 1000
 ACCENT = RGBColor(0x1F, 0x4E, 0x79)
 MUTED = RGBColor(0x59, 0x59, 0x59)
 LINK = RGBColor(0x05, 0x63, 0xC1)
@@ -54,7 +57,7 @@ def render_report(report: Deliverable) -> bytes:
     _add_sections(doc, report.sections, heading_offset=0)
     _add_figures(doc, report.figures)
     if report.references:
-        doc.add_heading("References", level=1)
+        _heading(doc, "References", level=1)
         _add_references(doc, report)
     return _save(doc)
 
@@ -65,14 +68,16 @@ def _add_figures(doc: DocxDocument, figures: list[Figure]) -> None:
         return
     from canvas_core.render.chart import raster
 
-    doc.add_heading("Figures", level=1)
+    _heading(doc, "Figures", level=1)
     for n, figure in enumerate(figures, start=1):
         image = raster(figure.data, figure.mime)
         if image is None:
             doc.add_paragraph(f"{figure.caption} (an image this document cannot show).")
             continue
         doc.add_picture(io.BytesIO(image[0]), width=Inches(_figure_width(image[0])))
+        # The caption under a figure stays on its page.
         doc.paragraphs[-1].alignment = WD_ALIGN_PARAGRAPH.CENTER
+        doc.paragraphs[-1].paragraph_format.keep_with_next = True
         caption = doc.add_paragraph(style="Caption")
         caption.add_run(f"Figure {n}. {plain(figure.caption)}")
 
@@ -107,7 +112,7 @@ def render_memo(memo: Deliverable, header: MemoHeader) -> bytes:
     _rule(doc.add_paragraph())
     _add_sections(doc, memo.sections, heading_offset=1)
     if memo.references:
-        doc.add_heading("Sources", level=2)
+        _heading(doc, "Sources", level=2)
         _add_references(doc, memo)
     return _save(doc)
 
@@ -132,40 +137,55 @@ def _new_document(title: str) -> DocxDocument:
 
 
 def _add_sections(doc: DocxDocument, sections: list[Section], heading_offset: int) -> None:
+    """A short text introducing a table keeps with the table's caption, which keeps with the table; with the
+    heading above, which keeps with what follows it, the heading starts the page its table starts."""
     tables = 0
     for section in sections:
         if section.title:
-            doc.add_heading(one_line(section.title), level=min(section.level + heading_offset, 4))
-        for block in section.blocks:
+            _heading(doc, one_line(section.title), level=min(section.level + heading_offset, 4))
+        for n, block in enumerate(section.blocks):
+            introduces_table = n + 1 < len(section.blocks) and isinstance(section.blocks[n + 1], Table)
             if isinstance(block, Paragraph):
-                _add_paragraph(doc, block)
+                added, text = [_add_paragraph(doc, block)], block.text
             elif isinstance(block, BulletList):
-                _add_list(doc, block)
+                added, text = _add_list(doc, block), "".join(block.items)
             else:
                 tables += 1
                 _add_table(doc, block, tables)
+                continue
+            if introduces_table and len(text) <= KEEP_LEAD_CHARS:
+                for p in added:
+                    p.paragraph_format.keep_with_next = True
 
 
-def _add_paragraph(doc: DocxDocument, block: Paragraph) -> None:
+def _heading(doc: DocxDocument, text: str, level: int) -> None:
+    """A heading never ends a page: it keeps with what follows, set on the paragraph whatever its style says."""
+    doc.add_heading(text, level=level).paragraph_format.keep_with_next = True
+
+
+def _add_paragraph(doc: DocxDocument, block: Paragraph) -> DocxParagraph:
     if block.code:
         p = doc.add_paragraph(style="No Spacing")
         run = p.add_run(block.text)
         run.font.name, run.font.size = "Consolas", Pt(9)
         _spacing(p, after=8)
-        return
-    _add_spans(doc.add_paragraph(), block.text)
+        return p
+    p = doc.add_paragraph()
+    _add_spans(p, block.text)
+    return p
 
 
-def _add_list(doc: DocxDocument, block: BulletList) -> None:
+def _add_list(doc: DocxDocument, block: BulletList) -> list[DocxParagraph]:
     style = "List Number" if block.ordered else "List Bullet"
-    first = None
+    added = []
     for item in block.items:
         p = doc.add_paragraph(style=style)
         _add_spans(p, item)
         _spacing(p, after=3)
-        first = first or p
-    if block.ordered and first is not None:
-        _restart_numbering(doc, first)
+        added.append(p)
+    if block.ordered and added:
+        _restart_numbering(doc, added[0])
+    return added
 
 
 def _add_table(doc: DocxDocument, table: Table, number: int) -> None:
