@@ -4,9 +4,12 @@ task run in-process by the handler template.yaml names: the happy path and each 
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
+from canvas_core.adapters.block_slots import BlockSlots
 from canvas_core.adapters.store import Store
 from canvas_core.auth import authenticate
 from canvas_core.models.api import CreateRunRequest, UploadedFile
@@ -126,3 +129,42 @@ def test_a_planner_fault_fails_the_run_with_its_reason(local_stack, monkeypatch)
     assert run.status.value == "failed"
     assert run.errors[0].error == "The run stopped: planner exploded"
     assert run.finished_at_ms is not None
+
+
+def test_blocks_past_the_accounts_limit_wait_for_a_slot_and_the_run_completes(local_stack_factory, monkeypatch):
+    # Given an account that may run one block at once, and a run of three files read in parallel, each taking a while
+    stack = local_stack_factory(
+        api_keys=["sk_canvas_statemachine_test_key"], parameter_overrides={"MaxRunningBlocksPerAccount": "1"}
+    )
+    from canvas_core.blocks import registry
+    from canvas_core.blocks.context import BlockOutput
+
+    running, most, lock = [0], [0], threading.Lock()
+
+    def file_block(ctx):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        return BlockOutput(content=f"{ctx.node.name} says tides follow the moon.")
+
+    real = registry.implementation
+    monkeypatch.setattr(
+        "canvas_core.blocks.runner.implementation", lambda t: file_block if t == "file-block" else real(t)
+    )
+    files = [
+        UploadedFile(name=f"{name}.txt", extension="txt", content_type="text/plain", data=b"Tides.")
+        for name in ("a", "b", "c")
+    ]
+    # When
+    run_id, execution = start(stack, prompt="Compare", blocks=["prompt-block", "text-block"], files=files)
+    # Then every block ran, one at a time, and the account holds no slot after
+    assert execution["status"] == "SUCCEEDED"
+    run = Store().get_run(run_id)
+    assert run.status.value == "completed"
+    nodes, _ = statuses(run.canvas_id)
+    assert {status for _, status in nodes} == {"completed"} and len(nodes) == 5
+    assert most[0] == 1
+    assert BlockSlots().held(run.account_id) == {}

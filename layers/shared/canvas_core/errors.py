@@ -163,6 +163,11 @@ class BlockRetryableError(Exception):
     """A block failed for a passing reason (throttling, a provider's 5xx); the state machine retries it."""
 
 
+class BlocksBusyError(Exception):
+    """The block's account has as many blocks running as it may (MAX_RUNNING_BLOCKS_PER_ACCOUNT): nothing of the
+    block was done, and the state machine starts it again a little later."""
+
+
 class BlockFatalError(Exception):
     """A block failed for good; the state machine records the failure and skips its dependents."""
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from canvas_core.adapters.artifacts import ArtifactStore
+from canvas_core.adapters.block_slots import BlockSlots, slot_key
 from canvas_core.adapters.dynamodb import ConditionFailed
 from canvas_core.adapters.executions import Executions
 from canvas_core.adapters.store import Store, jsonable_fields
@@ -28,7 +29,13 @@ from canvas_core.dataflow import (
     release_dependents,
     release_ready,
 )
-from canvas_core.errors import BlockFatalError, BlockRetryableError, CreditsExhaustedError, StorageBusyError
+from canvas_core.errors import (
+    BlockFatalError,
+    BlockRetryableError,
+    BlocksBusyError,
+    CreditsExhaustedError,
+    StorageBusyError,
+)
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
 from canvas_core.models.items import NodeItem, RunItem, TaskItem
@@ -36,6 +43,7 @@ from canvas_core.observability import MetricUnit, count, logger, tracer
 from canvas_core.planner import persona_task_id, tool_call_task_id, tool_call_tasks
 from canvas_core.pricing import balance_refusal, block_credits
 from canvas_core.providers import ModelProvider, get_provider
+from canvas_core.settings import block_settings
 
 # How long a block's running mark waits for its work (and that of blocks released with it) to get going.
 MARK_AFTER_SECONDS = 0.05
@@ -83,6 +91,21 @@ def run_block(
         # release succeeded): the write is not between the block's end and theirs' start.
         if attempt.tool_calls:
             store.put_tasks(attempt.tool_calls)
+
+
+@contextmanager
+def _slot(account_id: str, block: BlockInput) -> Iterator[None]:
+    """One of the account's slots for blocks running at once, held while the block works; BlocksBusyError, with
+    nothing done, when the account's blocks hold them all."""
+    slots, key = BlockSlots(), slot_key(block.run_id, block.block_id)
+    limit = block_settings().max_running_blocks
+    if not slots.take(account_id, key, limit):
+        count("BlocksWaitingForSlot", step=block.block_type)
+        raise BlocksBusyError(f"The account has {limit} blocks running, as many as it may at once")
+    try:
+        yield
+    finally:
+        slots.give_back(account_id, key)
 
 
 @dataclass(frozen=True)
@@ -168,7 +191,7 @@ def _run_once(
     ctx = BlockContext(run=run, node=node, inputs=inputs, files=files, provider=provider or get_provider())
     started = time.monotonic()
     try:
-        with _marked_running(store, node, then=claims.refresh):
+        with _slot(run.account_id, block), _marked_running(store, node, then=claims.refresh):
             output = behaviour(ctx)
     except ConditionFailed:
         # Its node ended before the running mark (its run was cancelled): the work is dropped, never charged.
@@ -176,6 +199,8 @@ def _run_once(
         return _Attempt(node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value))
     except BlockRetryableError:
         count("BlockRetryableErrors", step=node.type)
+        raise
+    except BlocksBusyError:
         raise
     except BlockFatalError as exc:
         record_block_failure(store, block.canvas_id, node.block_id, str(exc))
