@@ -208,6 +208,73 @@ def _substitute_identifier(value: Any, identifier: str, item: str) -> Any:
     return value
 
 
+# ---------------------------------------------------------------- Fn::If, for checks of the template
+
+_CONDITION_SECTIONS_SKIPPED = ("Parameters", "Conditions")
+
+
+def resolve_conditions(document: dict[str, Any], parameters: dict[str, str] | None = None) -> dict[str, Any]:
+    """The template with each `Fn::If` replaced by the branch its condition takes for the parameters (defaults
+    and overrides), and `AWS::NoValue` dropped: the properties a stack deployed with those parameters gets, for
+    checkov, which cannot evaluate `Fn::If` and passes a property that is only sometimes there. Resources keep
+    their `Condition` (checked whether or not they are created) and every other intrinsic is kept. A condition
+    that reads something other than parameters and literals is refused."""
+    values = {
+        name: str(spec.get("Default", ""))
+        for name, spec in (document.get("Parameters") or {}).items()
+        if isinstance(spec, dict)
+    }
+    values.update(parameters or {})
+    conditions = document.get("Conditions") or {}
+
+    def operand(value: Any) -> str:
+        if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in values:
+            return values[value["Ref"]]
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, str | int | float):
+            return str(value)
+        raise UnsupportedTemplateError(f"a condition reads {value!r}: only parameters and literals are evaluated")
+
+    def truth(expression: Any) -> bool:
+        if isinstance(expression, dict) and len(expression) == 1:
+            ((name, arg),) = expression.items()
+            if name == "Condition":
+                return condition(arg)
+            if name == "Fn::Equals":
+                return operand(arg[0]) == operand(arg[1])
+            if name == "Fn::Not":
+                return not truth(arg[0])
+            if name == "Fn::And":
+                return all(truth(item) for item in arg)
+            if name == "Fn::Or":
+                return any(truth(item) for item in arg)
+        raise UnsupportedTemplateError(f"condition {expression!r} is not evaluated")
+
+    def condition(name: str) -> bool:
+        if name not in conditions:
+            raise TemplateError(f"unknown condition {name}")
+        return truth(conditions[name])
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            if set(value) == {"Fn::If"}:
+                name, when_true, when_false = value["Fn::If"]
+                return walk(when_true if condition(name) else when_false)
+            if value == {"Ref": "AWS::NoValue"}:
+                return _NO_VALUE
+            resolved = {key: walk(item) for key, item in value.items()}
+            return {key: item for key, item in resolved.items() if item is not _NO_VALUE}
+        if isinstance(value, list):
+            return [item for item in (walk(v) for v in value) if item is not _NO_VALUE]
+        return value
+
+    return {
+        section: content if section in _CONDITION_SECTIONS_SKIPPED else walk(content)
+        for section, content in document.items()
+    }
+
+
 # ---------------------------------------------------------------- what the stack creates
 
 
@@ -652,11 +719,12 @@ def _simple_table(logical_id: str, props: dict[str, Any]) -> TableSpec:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m canvas_local.template [TEMPLATE]`: the template with its Fn::ForEach loops expanded, as JSON
-    (what checkov scans in `make infra-check`, since it does not expand them itself)."""
+    """`python -m canvas_local.template [TEMPLATE]`: the template with its Fn::ForEach loops expanded and each
+    Fn::If resolved for the parameters' defaults, as JSON (what checkov scans in `make infra-check`, since it does
+    neither itself)."""
     args = sys.argv[1:] if argv is None else argv
     path = Path(args[0] if args else "template.yaml")
-    json.dump(expand_for_each(load_yaml(path)), sys.stdout, indent=1)
+    json.dump(resolve_conditions(expand_for_each(load_yaml(path))), sys.stdout, indent=1)
     sys.stdout.write("\n")
 
 

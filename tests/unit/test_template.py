@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from canvas_core.models.catalog import BlockType
+from canvas_local.template import expand_for_each, load_yaml, resolve_conditions
 
 pytestmark = pytest.mark.unit
 
@@ -422,6 +423,31 @@ def test_every_api_function_takes_the_reserved_concurrency_parameter() -> None:
         assert FUNCTIONS[name]["Properties"].get("ReservedConcurrentExecutions") == {
             "Fn::If": ["HasApiReservedConcurrency", {"Ref": "ApiReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
         }, name
+
+
+def test_api_functions_reserve_concurrency_by_default_within_the_documented_quota() -> None:
+    # Given the functions API Gateway invokes, and the template as checkov reads it (Fn::If resolved)
+    api_functions = [
+        name
+        for name, function in FUNCTIONS.items()
+        if any(e["Type"] == "Api" for e in (function["Properties"].get("Events") or {}).values())
+    ]
+    resolved = resolve_conditions(expand_for_each(load_yaml(ROOT / "template.yaml")))["Resources"]
+    default = int(TEMPLATE["Parameters"]["ApiReservedConcurrency"]["Default"])
+
+    # Then a default deployment reserves executions for each of them
+    assert default > 0
+    assert [n for n in api_functions if "ReservedConcurrentExecutions" not in resolved[n]["Properties"]] == []
+    # And the parameter and the docs give the count and the quota it needs (100 stay unreserved)
+    stated = f"each of the {len(api_functions)} API functions"
+    quota = f"at least {len(api_functions) * default + 100}"
+    description = " ".join(TEMPLATE["Parameters"]["ApiReservedConcurrency"]["Description"].split())
+    for where, text in (
+        ("template.yaml", description),
+        ("README.md", (ROOT / "README.md").read_text(encoding="utf-8")),
+        ("docs/deploy.md", " ".join((ROOT / "docs" / "deploy.md").read_text(encoding="utf-8").split())),
+    ):
+        assert stated in text and quota in text, where
 
 
 def test_runs_canvases_tasks_and_their_files_expire_after_the_retention() -> None:
