@@ -48,6 +48,8 @@ RETRYABLE_CODES = frozenset(
 # condition or an invalid item, would fail it again).
 RETRYABLE_REASONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
 CANCELLED = "TransactionCanceledException"
+# The batch calls, and where their answer lists what DynamoDB left for another attempt.
+UNPROCESSED = {"batch_write_item": "UnprocessedItems", "batch_get_item": "UnprocessedKeys"}
 
 
 def is_retryable(exc: ClientError) -> bool:
@@ -95,6 +97,33 @@ class Retrying:
         return partial(self._call, name, method)
 
     def _call(self, name: str, method: Callable[..., Any], **kwargs: Any) -> Any:
+        if name in UNPROCESSED:
+            return self._batch(name, method, **kwargs)
+        return self._once(name, method, **kwargs)
+
+    def _batch(self, name: str, method: Callable[..., Any], **kwargs: Any) -> Any:
+        """A batch call sent again with what DynamoDB left unprocessed (as it does when it throttles), after the
+        backoff of a throttled call; StorageBusyError when items are still left past the budget. The answer holds
+        every item read, and nothing unprocessed."""
+        left_key = UNPROCESSED[name]
+        read: dict[str, list[Any]] = {}
+        retry = 0
+        while True:
+            response = self._once(name, method, **kwargs)
+            for table, items in response.get("Responses", {}).items():
+                read.setdefault(table, []).extend(items)
+            left = response.get(left_key) or {}
+            if not left:
+                break
+            retry += 1
+            if retry >= self.budget.attempts:
+                raise StorageBusyError(f"DynamoDB left items of {name} unprocessed after {retry} attempts")
+            logger.debug("DynamoDB batch sent again", extra={"operation": name, "tables": sorted(left)})
+            self.sleep(self.budget.delay(retry))
+            kwargs = {**kwargs, "RequestItems": left}
+        return {**response, **({"Responses": read} if name == "batch_get_item" else {}), left_key: {}}
+
+    def _once(self, name: str, method: Callable[..., Any], **kwargs: Any) -> Any:
         if name == "transact_write_items":
             kwargs.setdefault("ClientRequestToken", str(uuid.uuid4()))
         retry = 0
