@@ -25,7 +25,8 @@ app = create_app()
     responses=answers(RunStatusResponse, 400, 401, 404, 409),
 )
 def post_cancel(run_id: Annotated[UUID, Path(description="The run_id POST /v1/run answered")]) -> dict:
-    return ok(cancel_run(str(run_id), caller_account(app)))
+    requested_at_ms = app.current_event.request_context.request_time_epoch
+    return ok(cancel_run(str(run_id), caller_account(app), requested_at_ms=requested_at_ms))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)

@@ -141,9 +141,9 @@ def finalize_run(
     broke, or was abandoned, e.g. found `running` after an unclean restart), unfinished blocks fail and the status
     is at best `partial`. Whichever path ends the run, the write that ends it gives back the run's slot, once (a
     run already ended is left as it is), and publishes the run's status change (only the write that won). A run a
-    client cancelled ends cancelled, whichever path ends it. A cancel passes `hold_slot`: the run keeps its slot until
-    its execution has ended; every other caller ends an execution (or finds it ended), so it gives back a slot a
-    cancel held."""
+    client cancelled ends cancelled, whichever path ends it, unless every block had completed: it ends completed. A
+    cancel passes `hold_slot`: the run keeps its slot until its execution has ended; every other caller ends an
+    execution (or finds it ended), so it gives back a slot a cancel held."""
     store = store or Store()
     logger.append_keys(run_id=run_id)
     # Read strongly: a cancel marked on the run before it ended the blocks that brought this end about is seen.
@@ -160,6 +160,9 @@ def finalize_run(
 
     _, nodes, edges = store.get_canvas(run.canvas_id)
     nodes = with_full_content(nodes)
+    if failure == CANCELLED and nodes and all(n.status == NodeStatus.COMPLETED for n in nodes):
+        # Every block had completed (and was charged) when the cancel came: it stopped nothing, the run completed.
+        failure = None
     ended_meanwhile = []
     for node in nodes:
         if node.status not in TERMINAL_NODE_STATUSES:

@@ -4,7 +4,9 @@ blocks), or cancel a running run (docs/execution.md, "Review and cancel").
 A run created with `review=true` is planned as any run (planning is charged), then Plan Canvas raises
 `ReviewRequested`, which the state machine's Catch sends to Await Approval: that task stores its token, the plan and
 the blocks' estimated credits on the run and waits. Approving claims the token (a conditional write, so one approval
-wins) and sends it with the plan; the run goes on as any run. Cancelling ends the run through the same write that
+wins) and sends it with the plan; the run goes on as any run. An approval and a cancel whose requests overlap end one
+way: each claim is a condition on the run item that the other's mark fails (`Store.claim_approval`,
+`Store.claim_cancel`), and the loser answers 409. Cancelling ends the run through the same write that
 ends every run (`finalize_run`: unfinished blocks `error`, the reservation settled, the status change published); a
 waiting run's task is then failed, and the blocks of an executing run find their nodes ended and never start.
 """
@@ -12,6 +14,7 @@ waiting run's task is then failed, and the blocks of an executing run find their
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
@@ -33,6 +36,11 @@ from canvas_core.validation import CLOSED_BODY, MAX_AGENT_INSTRUCTIONS_CHARS, on
 
 # The error a cancelled run's parked Await Approval task fails with (the run has ended already).
 CANCELLED_ERROR = "RunCancelled"
+# What a cancel that lost to an approval answers (409): the two requests overlapped, and the approval was first.
+APPROVED_FIRST = "The run was approved as it was cancelled: it runs on; cancel it again to stop it"
+# How far before the cancel's handling its request's arrival time (API Gateway's stamp) may be: any older stamp (a
+# replayed event, a skewed clock) counts as now. A request is answered within its function's 29 s.
+MAX_REQUEST_AGE_MS = 60_000
 # An approval's body holds instructions for at most a plan's blocks; past this it is refused unread (413).
 MAX_APPROVE_BODY_BYTES = 1024 * 1024
 
@@ -138,7 +146,8 @@ def approve_run(
                 f"Invalid instructions: {unknown[0]} is not a block of this run's plan (see GET "
                 f"/v1/canvas/{run.canvas_id}/dag)"
             )
-    if not store.claim_approval(run.run_id, token, now_ms()):
+    approver = str(uuid.uuid4())
+    if not store.claim_approval(run.run_id, token, now_ms(), approver):
         current = store.get_run(run.run_id, consistent=True)
         raise ConflictError(_not_waiting(current or run))
     try:
@@ -152,6 +161,12 @@ def approve_run(
         raise
     if not sent:
         raise ConflictError("The run is no longer waiting for approval: its review time ran out, or it was cancelled")
+    try:
+        # From here a cancel that comes ends the executing run; one that came before this has lost (APPROVED_FIRST).
+        store.settle_approval(run.run_id, approver, now_ms())
+    except StorageError:
+        # The run is approved all the same; cancels are refused until the claim counts as abandoned (Store).
+        logger.warning("The approval could not be marked settled", exc_info=True)
     logger.append_keys(run_id=run.run_id)
     logger.info("Run approved", extra={"new_instructions": len(request.instructions)})
     count("RunsApproved")
@@ -164,20 +179,28 @@ def cancel_run(
     store: Store | None = None,
     executions: Executions | None = None,
     events: Events | None = None,
+    requested_at_ms: int | None = None,
 ) -> RunStatusResponse:
     """End a running run, waiting for approval or executing: `partial` when some blocks completed, else `failed`, with
     the error "Cancelled by the client". Blocks not started never start and are not charged; the run's reservation
-    returns to the account but for what it spent. 409 for a run that has ended."""
+    returns to the account but for what it spent. 409 for a run that has ended, or that an approval whose request
+    overlapped this one's (`requested_at_ms`, when it reached the service) let go on first."""
     store, executions = store or Store(), executions or Executions()
+    started = now_ms()
+    if requested_at_ms is None or not started - MAX_REQUEST_AGE_MS <= requested_at_ms:
+        requested_at_ms = started
     run = _owned_run(store, run_id, account_id)
     if run.status != RunStatus.RUNNING:
         raise ConflictError(f"The run has ended ({run.status.value}); only a running run can be cancelled")
     logger.append_keys(run_id=run.run_id)
-    won = store.claim_cancel(run.run_id, now_ms())
+    won = store.claim_cancel(run.run_id, now_ms(), min(requested_at_ms, started))
     if not won:
-        # It ended meanwhile, or a cancel sent at the same time is ending it: that one answers for it. This one ends
-        # it too (once, whoever gets there first), so that a cancel whose caller stopped halfway is finished.
+        # It ended meanwhile, an approval came first, or a cancel sent at the same time is ending it: that one answers
+        # for it. This one ends it too (once, whoever gets there first), so that a cancel whose caller stopped halfway
+        # is finished.
         current = store.get_run(run.run_id, consistent=True) or run
+        if current.status == RunStatus.RUNNING and current.cancelled_at_ms is None and current.approved_at_ms:
+            raise ConflictError(APPROVED_FIRST)
         if current.status != RunStatus.RUNNING or current.cancelled_at_ms is None:
             raise ConflictError(f"The run has ended ({current.status.value}); only a running run can be cancelled")
     # Ended here, or by the run's own end that ending its blocks brought about: cancelled either way. A run executing
@@ -195,7 +218,8 @@ def cancel_run(
             # The run has ended all the same; its execution ends when the review time runs out (Fail Run finds it).
             logger.warning("The cancelled run's wait could not be ended", exc_info=True)
     _stop_execution(ended, store, executions)
-    if not won:
+    if not won or ended.status == RunStatus.COMPLETED:
+        # Completed: every block had completed when the cancel came, so it stopped nothing (finalize_run).
         raise ConflictError(f"The run has ended ({ended.status.value}); only a running run can be cancelled")
     logger.info("Run cancelled", extra={"status": ended.status.value})
     count("RunsCancelled")

@@ -80,6 +80,8 @@ class RunItem(Model):
     review_token: str | None = None
     review_plan: str | None = None  # JSON: the plan Await Approval resumes with
     approved_at_ms: int | None = None
+    # When the approval had handed the run on: a cancel whose request came later ends the executing run.
+    approval_settled_at_ms: int | None = None
     estimated_credits: int | None = None
     # Set by the cancel that won (docs/api.md, "Review and cancel"): whichever write ends the run, it ends cancelled.
     cancelled_at_ms: int | None = None
