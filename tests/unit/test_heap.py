@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import platform
 
 import pytest
 
@@ -35,6 +36,9 @@ def test_without_glibc_a_trim_does_nothing(monkeypatch):
 
 
 def test_glibcs_malloc_trim_is_found_where_it_exists():
-    # On this platform's libc: either glibc with malloc_trim, or none (musl, macOS), and then no trim.
+    # On this platform's libc: glibc (which has malloc_trim) gives it; musl and macOS have none, and then no trim
     libc = heap._libc()
-    assert libc is None or isinstance(libc, ctypes.CDLL)
+    if platform.libc_ver()[0] == "glibc":
+        assert isinstance(libc, ctypes.CDLL) and hasattr(libc, "malloc_trim")
+    else:
+        assert libc is None
