@@ -5,7 +5,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from canvas_core.accounts import get_account
 from canvas_core.api import answers, caller_account, create_app, handle, ok
 from canvas_core.models.accounts import AccountView
-from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.observability import correlation_paths, logger, metrics, tracer
 
 app = create_app()
 
@@ -22,5 +22,6 @@ def get_caller_account() -> dict:
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return handle(app, event, context)

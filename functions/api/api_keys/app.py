@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from canvas_core.api import answers, caller_account, create_app, handle, ok
 from canvas_core.keys import create_key, list_keys, revoke_key
 from canvas_core.models.accounts import ApiKeyList, ApiKeyView, CreatedApiKey
-from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.observability import correlation_paths, logger, metrics, tracer
 
 app = create_app()
 
@@ -46,5 +46,6 @@ def delete_api_key(key_id: Annotated[UUID, Path(description="The key's id, as GE
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return handle(app, event, context)

@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from canvas_core.api import answers, caller_account, create_app, handle, ok
 from canvas_core.canvas import get_task
 from canvas_core.models.api import TaskView
-from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.observability import correlation_paths, logger, metrics, tracer
 
 app = create_app()
 
@@ -29,5 +29,6 @@ def get_one_task(
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return handle(app, event, context)

@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.api import answers, caller_account, create_app, handle, ok
 from canvas_core.models.api import RunStatusResponse
-from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.runs import get_run_status
 
 app = create_app()
@@ -26,5 +26,6 @@ def get_run(run_id: Annotated[UUID, Path(description="The run_id POST /v1/run an
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return handle(app, event, context)

@@ -18,7 +18,7 @@ from canvas_core.models.webhooks import (
     WebhookEndpointRequest,
     WebhookPingSent,
 )
-from canvas_core.observability import correlation_paths, logger, tracer
+from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.settings import WebhookQueueSettings
 from canvas_core.webhooks import endpoints
 
@@ -97,5 +97,6 @@ def get_deliveries(
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return handle(app, event, context)

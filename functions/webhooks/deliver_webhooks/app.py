@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.observability import logger, tracer
+from canvas_core.observability import logger, metrics, tracer
 from canvas_core.settings import delivery_settings
 from canvas_core.webhooks.delivery import Deliveries
 
@@ -28,5 +28,6 @@ def record_handler(record: SQSRecord) -> str:
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

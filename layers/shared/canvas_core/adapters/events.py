@@ -1,24 +1,35 @@
-"""EventBridge: a run's status change, published for the webhook deliveries (the bus's rule queues it). A
-failed publish is logged and never fails the run: the run's own record is what clients read."""
+"""EventBridge: a run's status change, published for the webhook deliveries (the bus's rule queues it). A publish
+EventBridge refuses is tried again a few times; one that still fails never fails the run (the run's own record is
+what clients read), but it is logged and counted (`RunEventsNotPublished`, which raises an alarm): a webhook
+receiver will not hear of that change."""
 
 from __future__ import annotations
 
 import json
+import random
+import time
+from collections.abc import Callable
 from typing import Any
 
 from canvas_core.adapters.aws import client
 from canvas_core.clock import now_ms
-from canvas_core.observability import logger
+from canvas_core.observability import count, logger
 from canvas_core.settings import service_settings
 
 SOURCE = "canvas-run-service"
 RUN_STATUS_CHANGED = "Run Status Changed"
+# A refused publish (throttling, a passing fault) is tried this often in all, after a growing random wait.
+PUBLISH_ATTEMPTS = 3
+PUBLISH_BACKOFF_SECONDS = 0.1
 
 
 class Events:
-    def __init__(self, bus_name: str | None = None, eventbridge: Any = None):
+    def __init__(
+        self, bus_name: str | None = None, eventbridge: Any = None, sleep: Callable[[float], None] = time.sleep
+    ):
         self._bus_name = bus_name
         self._events = eventbridge
+        self._sleep = sleep
 
     @property
     def bus_name(self) -> str:
@@ -34,21 +45,18 @@ class Events:
             "status": status,
             "changed_at_ms": changed_at_ms if changed_at_ms is not None else now_ms(),
         }
-        try:
-            events = self._events or client("events")
-            answer = events.put_events(
-                Entries=[
-                    {
-                        "Source": SOURCE,
-                        "DetailType": RUN_STATUS_CHANGED,
-                        "Detail": json.dumps(detail),
-                        "EventBusName": self.bus_name,
-                    }
-                ]
-            )
-            if answer.get("FailedEntryCount"):
-                raise RuntimeError(str(answer.get("Entries")))
-        except Exception:
-            logger.exception("Publishing a run status change failed", extra=detail)
-            return False
-        return True
+        entry = {"Source": SOURCE, "DetailType": RUN_STATUS_CHANGED, "Detail": json.dumps(detail)}
+        for attempt in range(1, PUBLISH_ATTEMPTS + 1):
+            try:
+                events = self._events or client("events")
+                answer = events.put_events(Entries=[{**entry, "EventBusName": self.bus_name}])
+                if answer.get("FailedEntryCount"):
+                    raise RuntimeError(str(answer.get("Entries")))
+                return True
+            except Exception:
+                if attempt == PUBLISH_ATTEMPTS:
+                    logger.exception("Publishing a run status change failed", extra=detail)
+                    count("RunEventsNotPublished")
+                    return False
+                self._sleep(random.uniform(0, PUBLISH_BACKOFF_SECONDS * 2**attempt))
+        return False
