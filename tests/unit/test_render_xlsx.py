@@ -144,6 +144,50 @@ def test_a_table_that_names_its_totals_gets_them_even_over_empty_cells():
     assert [c.value for c in book["Budget"][4]] == ["Total", "=SUM(B2:B3)", None]
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (dt.date(2026, 1, 31), "2026-01-31"),
+        (dt.datetime(2026, 1, 31, 12, 30), "2026-01-31 12:30:00"),
+        (1234567.25, "1,234,567.25"),
+        (42, "42"),
+        ("Customer number 1234", "Customer number 1234"),
+    ],
+)
+def test_a_data_sheets_column_is_as_wide_as_its_values_so_none_shows_or_prints_as_hashes(value, shown):
+    # Given a data sheet whose short-named column holds dates, times, large figures or text
+    spec = WorkbookSpec(
+        title="Data",
+        tables=[],
+        data=[DataSheet(caption="Data", headers=["d"], rows=[[value], [value]], row_count=2)],
+    )
+    # When it is rendered and read back
+    book = load_workbook(io.BytesIO(render_workbook(spec)))
+    # Then the column is at least as wide as the value as shown (the date's and time's own formats at the least)
+    sheet = book["Data"]
+    assert sheet["A2"].value is not None
+    assert sheet.column_dimensions["A"].width >= min(len(shown), 16), (sheet.column_dimensions["A"].width, shown)
+
+
+@pytest.mark.parametrize("length", [40, 180, 600])
+def test_a_long_summary_line_wraps_in_a_column_a_page_prints_at_a_readable_scale(length):
+    # Given a summary with a line of `length` characters and a short one
+    long = ("Revenue grew in the North by twelve percent. " * 20)[:length]
+    spec = WorkbookSpec(title="Summary", tables=[], summary=[long, "Short."])
+    # When it is rendered and read back
+    sheet = load_workbook(io.BytesIO(render_workbook(spec)))["Summary"]
+    # Then its column is no wider than about a hundred characters (a landscape page at about 75 %), a line longer
+    # than the column wraps, and its row is tall enough for the lines it wraps to
+    width = sheet.column_dimensions["A"].width
+    assert width <= 102
+    assert [sheet["A2"].value, sheet["A3"].value] == [long, "Short."]
+    if length > width:
+        assert sheet["A2"].alignment.wrap_text
+        assert (sheet.row_dimensions[2].height or 15) >= 15 * -(-length // width)
+    else:
+        assert width >= length
+
+
 def test_every_sheet_prints_as_wide_as_the_page():
     # Given a workbook of a wide table, a data sheet and the sources
     wide = Table(headers=[f"Column {n}" for n in range(14)], rows=[[str(n) for n in range(14)]], caption="Wide")

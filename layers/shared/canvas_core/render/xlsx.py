@@ -26,6 +26,7 @@ from xml.sax.saxutils import escape
 
 from openpyxl import Workbook, load_workbook
 from openpyxl.cell import WriteOnlyCell
+from openpyxl.cell.cell import Cell
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.properties import PageSetupProperties
@@ -54,6 +55,8 @@ FORMATS = {
 }
 CURRENCY_FORMATS = {"$": '"$"#,##0.00', "€": "#,##0.00 [$€-x-euro2]", "£": '"£"#,##0.00', "¥": '"¥"#,##0'}
 MIN_WIDTH, MAX_WIDTH = 8, 60
+SUMMARY_WIDTH = 100  # characters: a longer summary line wraps, so the sheet prints at a readable scale
+LINE_HEIGHT = 15  # points: a line of the default 11-point font
 WIDTH_SAMPLE = 500  # rows looked at to size a column: enough to see its typical width, cheap on long sheets
 _INVALID_SHEET_CHARS = re.compile(r"[\[\]:*?/\\]")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -226,23 +229,41 @@ def _xml_cell(ref: str, value: Any, style: str | None) -> str:
 
 
 def _write_summary(sheet: Worksheet, title: str, lines: list[str]) -> None:
-    """A line a row, in one column as wide as the longest (a sheet written row by row sets no row heights, so
-    wrapped text would overlap the next row)."""
-    sheet.column_dimensions["A"].width = min(250, max(len(title), *(len(line) for line in lines)) + 2)
-    sheet.append([_header_cell(sheet, title)])
-    for line in lines:
-        sheet.append([text_cell(sheet, plain(line))])
+    """A line a row, in one column as wide as the longest up to SUMMARY_WIDTH characters: a longer one wraps, its
+    row as tall as its lines (set here: a sheet written row by row has no heights, and Excel does not grow a row to
+    its wrapped text when it opens the file). A column as wide as a long line would print so small, to fit the
+    page's width, that it could not be read, or run past the page."""
+    title = one_line(plain(title))
+    texts = [plain(line) for line in lines]
+    width = min(SUMMARY_WIDTH, max(len(title), *(len(text) for text in texts)) + 2)
+    sheet.column_dimensions["A"].width = width
+    wrap = Alignment(wrap_text=True, vertical="top")
+    for row, text in enumerate([title, *texts], start=1):
+        # Fonts are proportional and differ between applications: room for a seventh more than the count says.
+        text_lines = math.ceil(len(text) * 1.15 / width)
+        if text_lines > 1:
+            sheet.row_dimensions[row].height = LINE_HEIGHT * text_lines
+        if row == 1:
+            sheet.append([_header_cell(sheet, title)])
+            continue
+        value = text_cell(sheet, text)
+        cell = value if isinstance(value, Cell) else WriteOnlyCell(sheet, value=value)
+        cell.alignment = wrap
+        sheet.append([cell])
 
 
 def _write_data(sheet: Worksheet, data: DataSheet) -> tuple[dict[str, float], _Bulk | None]:
     """A data sheet: the header, the first row (the rest follow in the XML, `_expand`), and a Total row of SUM
     formulas over every row with the engine's totals cached."""
-    for c, header in enumerate(data.headers):
-        sheet.column_dimensions[get_column_letter(c + 1)].width = min(MAX_WIDTH, max(MIN_WIDTH, len(header) + 4))
-    sheet.freeze_panes = "A2"
-    sheet.append([_header_cell(sheet, h) for h in data.headers])
     rows = iter(data.rows)
     first_row = next(rows, None)
+    # As wide as its header or its first value: a date or a figure in too narrow a column shows (and prints) as ###.
+    for c, header in enumerate(data.headers):
+        first = first_row[c] if first_row is not None and c < len(first_row) else None
+        widest = max(len(header) + 4, _raw_width(first))
+        sheet.column_dimensions[get_column_letter(c + 1)].width = min(MAX_WIDTH, max(MIN_WIDTH, widest))
+    sheet.freeze_panes = "A2"
+    sheet.append([_header_cell(sheet, h) for h in data.headers])
     if first_row is None:
         return {}, None
     sheet.append([text_cell(sheet, v) if isinstance(v, str) else v for v in first_row])
@@ -386,6 +407,19 @@ def _size_columns(sheet: Worksheet, headers: list[str], rows: list[list[Typed]])
             if c < len(row):
                 widest = max(widest, _display_width(row[c]))
         sheet.column_dimensions[get_column_letter(c + 1)].width = min(MAX_WIDTH, max(MIN_WIDTH, widest + 2))
+
+
+def _raw_width(value: object) -> int:
+    """Characters a data sheet's value takes as shown, with room for a cell's padding."""
+    if isinstance(value, dt.datetime):
+        return 18
+    if isinstance(value, dt.date):
+        return 12
+    if isinstance(value, bool) or value is None:
+        return 0
+    if isinstance(value, int | float):
+        return len(f"{value:,}") + 2
+    return len(str(value)) + 2
 
 
 def _display_width(typed: Typed) -> int:
