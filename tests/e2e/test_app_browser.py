@@ -65,6 +65,14 @@ const separated = (p, q) => [p, q].some((poly) => poly.some((a, i) => {
 """
 
 
+# The toolbar's labels drawn on another line than the list each names.
+LABELS_APART = (
+    "return [...document.querySelectorAll('.toolbar label.inline')].filter((label) => {"
+    " const l = label.getBoundingClientRect(), c = document.getElementById(label.htmlFor).getBoundingClientRect();"
+    " return l.bottom <= c.top || c.bottom <= l.top; }).map((label) => label.textContent);"
+)
+
+
 def overlapping(driver: Any, selector: str) -> list[tuple[str, str]]:
     """Pairs of the chart's texts (of `selector`) whose drawn boxes intersect."""
     return driver.execute_script(
@@ -79,7 +87,7 @@ def overlapping(driver: Any, selector: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("rows", [3, 6, 12, 24])
-def test_the_apps_chart_labels_never_overlap_on_a_laptop_or_a_phone(driver, tmp_path, rows):
+def test_the_apps_chart_and_toolbar_labels_never_overlap_or_part_on_a_laptop_or_a_phone(driver, tmp_path, rows):
     # Given a web app of a table of products (names of every length), drawn as a chart
     page = app_with_rows(rows, tmp_path)
     try:
@@ -104,5 +112,9 @@ def test_the_apps_chart_labels_never_overlap_on_a_laptop_or_a_phone(driver, tmp_
                 " corners(t).every(([x, y]) => x >= box.left - 0.5 && x <= box.right + 0.5 && y <= box.bottom + 0.5));"
             ), f"{width} px"
             assert driver.execute_script("return document.scrollingElement.scrollWidth <= window.innerWidth")
+            # And at this width and those near it, each toolbar label sits on the line of the list it names
+            for near in range(width - 30, width + 31, 3):
+                driver.set_window_size(near, height)
+                assert driver.execute_script(LABELS_APART) == [], f"{near} px"
     finally:
         driver.set_window_size(1400, 1000)

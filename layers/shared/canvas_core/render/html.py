@@ -258,15 +258,16 @@ def _data_card(i: int, table: TableData) -> str:
     if table["category"] is not None:
         column = esc(table["headers"][table["category"]])
         pick = (
-            f'<label class="inline" for="rows-column-{i}">{column}</label>'
+            f'<span class="pick"><label class="inline" for="rows-column-{i}">{column}</label>'
             f'<select id="rows-column-{i}" class="rows-column" data-table="{i}"><option value="">All</option></select>'
+            "</span>"
         )
     chart = f'<div class="chart" data-table="{i}"' + ("></div>" if table["chart"] else " hidden></div>")
     if table["chart"] and len(table["chart"]["values"]) > 1:
         options = "".join(f'<option value="{c}">{esc(table["headers"][c])}</option>' for c in table["chart"]["values"])
         pick += (
-            f'<label class="inline" for="chart-measure-{i}">Chart</label>'
-            f'<select id="chart-measure-{i}" class="chart-measure" data-table="{i}">{options}</select>'
+            f'<span class="pick"><label class="inline" for="chart-measure-{i}">Chart</label>'
+            f'<select id="chart-measure-{i}" class="chart-measure" data-table="{i}">{options}</select></span>'
         )
     return (
         f'<section class="data-card" data-table="{i}" aria-labelledby="table-title-{i}">'
