@@ -177,13 +177,13 @@ E2E_FAULTS ?= transaction_conflict=0.3,throttle=0.05,lambda_error=0.02
 test-e2e: setup browser axe mcp-sdk
 	CANVAS_INJECT_FAULTS='$(E2E_FAULTS)' $(BIN)/pytest tests/e2e -q
 
-# cfn-lint runs with the serverless rules (cfn-lint-serverless). WS1004 is skipped: every function writes to its
-# own log group with retention through LoggingConfig (tests/unit/test_template.py checks it), which the rule does
-# not read (it knows only /aws/lambda/<function name> groups); other skips sit beside their resource. checkov runs
-# offline on the template with its Fn::ForEach loops expanded (it does not expand them); its skips are justified
-# in .checkov.yaml. lock_requirements.py checks the locks against the ranges.
+# cfn-lint runs with the serverless rules (cfn-lint-serverless) and checkov offline on the template with its
+# Fn::ForEach loops expanded and each Fn::If resolved for the parameters' defaults (it does neither itself). Neither
+# skips a check globally: each skip sits on its resource in template.yaml with its reason (cfn-lint's in
+# `Metadata: cfn-lint: config: ignore_checks`, checkov's in `Metadata: checkov: skip`), so a new resource is checked
+# in full; tests/unit/test_checkov_skips.py keeps it so. lock_requirements.py checks the locks against the ranges.
 infra-check: setup $(CHECKOV_VENV)/.installed
-	$(BIN)/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules --ignore-checks WS1004
+	$(BIN)/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules
 	$(SAM) validate --lint
 	$(BIN)/python scripts/check_asl.py
 	$(BIN)/python scripts/lock_requirements.py
