@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from canvas_core.models.base import Model
+from canvas_core.models.base import Model, Uuid
 
 
 class ApiKeyStatus(StrEnum):
@@ -17,7 +17,7 @@ class ApiKeyStatus(StrEnum):
 class ApiKeyView(Model):
     """A key as its account sees it: never the key, nor its hash."""
 
-    id: str = Field(description="Stable id of the key (a UUID derived from its hash)")
+    id: Uuid = Field(description="Stable id of the key (a UUID derived from its hash)")
     prefix: str = Field(description="The key's first 14 characters, e.g. sk_canvas_AbCd")
     last_four: str | None = Field(
         description="The key's last four characters (null for keys made before they were kept)"

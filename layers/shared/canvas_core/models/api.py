@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, create_model
 
-from canvas_core.models.base import Model
+from canvas_core.models.base import Model, Uuid
 from canvas_core.models.catalog import NodeStatus, RunStatus, TaskStatus, TaskType, Template
 
 
@@ -45,11 +45,11 @@ class CreateRunRequest(Model):
 
 
 class CreateRunResponse(Model):
-    run_id: str
+    run_id: Uuid
     status: RunStatus
     poll_url: str
     estimated_duration_ms: int
-    canvas_id: str
+    canvas_id: Uuid
 
 
 class RerunBlockRequest(Model):
@@ -65,7 +65,7 @@ class Progress(Model):
 
 
 class ArtifactView(Model):
-    id: str
+    id: Uuid
     type: str
     name: str
     download_url: str
@@ -80,9 +80,9 @@ class RunResult(Model):
 class RerunOfView(Model):
     """What a re-run started from (an extension of the contract, docs/api.md)."""
 
-    run_id: str
-    canvas_id: str
-    block_id: str
+    run_id: Uuid
+    canvas_id: Uuid
+    block_id: Uuid
 
 
 class RunMetadata(Model):
@@ -97,15 +97,15 @@ class RunMetadata(Model):
 
 class RunErrorView(Model):
     error: str
-    block_id: str | None = None
+    block_id: Uuid | None = None
     block_type: str | None = None
     recoverable: bool | None = None
 
 
 class RunStatusResponse(Model):
-    run_id: str
+    run_id: Uuid
     status: RunStatus
-    canvas_id: str
+    canvas_id: Uuid
     prompt: str
     template: Template
     blocks: list[str] | None = None
@@ -130,10 +130,10 @@ class RunStatusResponse(Model):
 class RunSummary(Model):
     """One run of GET /v1/runs (an extension of the contract)."""
 
-    run_id: str
+    run_id: Uuid
     status: RunStatus
     created_at: str = Field(json_schema_extra={"format": "date-time"}, description="UTC, ISO 8601")
-    canvas_id: str
+    canvas_id: Uuid
     template_used: Template
     prompt: str = Field(description="The first 200 characters of the prompt")
     rerun_of: RerunOfView | None = Field(
@@ -147,7 +147,7 @@ class ListRunsResponse(Model):
 
 
 class NodeView(Model):
-    id: str
+    id: Uuid
     name: str
     type: str
     status: NodeStatus
@@ -179,19 +179,19 @@ class ApproveRunRequest(Model):
 
 
 class EdgeView(Model):
-    source_id: str
-    target_id: str
+    source_id: Uuid
+    target_id: Uuid
 
 
 class CanvasDagResponse(Model):
-    canvas_id: str
+    canvas_id: Uuid
     canvas_name: str
     nodes: list[NodeView]
     edges: list[EdgeView]
 
 
 class TaskView(Model):
-    task_id: str
+    task_id: Uuid
     name: str
     task_type: TaskType
     status: TaskStatus
@@ -199,6 +199,6 @@ class TaskView(Model):
 
 
 class TaskTreeResponse(Model):
-    canvas_id: str
+    canvas_id: Uuid
     completed: list[TaskView]
     not_completed: list[TaskView]

@@ -2,15 +2,20 @@
 a request model's validator refuses a request with the status and text a client sees."""
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from canvas_core.errors import ServiceError
 
 
 class Model(BaseModel):
     model_config = ConfigDict(defer_build=True)
+
+
+# An id the contract types `string, uuid` (runs, canvases, blocks, tasks, artifacts): a string in Python, `format:
+# uuid` in the OpenAPI document, as the path parameters that take it are.
+Uuid = Annotated[str, Field(json_schema_extra={"format": "uuid"})]
 
 
 class RequestRefused(ValueError):

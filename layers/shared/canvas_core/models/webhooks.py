@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from canvas_core.errors import BadRequestError
-from canvas_core.models.base import Model, RequestRefused
+from canvas_core.models.base import Model, RequestRefused, Uuid
 
 
 class WebhookEventType(StrEnum):
@@ -65,7 +65,7 @@ class WebhookEndpointRequest(Model):
 class WebhookEndpoint(Model):
     """An endpoint as its account sees it: never its secret."""
 
-    id: str = Field(description="UUID of the endpoint")
+    id: Uuid = Field(description="UUID of the endpoint")
     url: str
     events: list[WebhookEventType] = Field(description="Event types delivered to it")
     created: int = Field(description="Unix seconds")
