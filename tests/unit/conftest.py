@@ -12,6 +12,13 @@ if TYPE_CHECKING:
     from canvas_local.moto_server import MotoServer
 
 
+@pytest.fixture(autouse=True)
+def offline_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unit tier's models are the offline provider's, unless a test sets MODEL_PROVIDER itself (settings have no
+    default for it: a function gets it from template.yaml, the local stack its own)."""
+    monkeypatch.setenv("MODEL_PROVIDER", "offline")
+
+
 @pytest.fixture
 def model_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Dummy AWS credentials, and no model ids or endpoint override from the developer's environment."""

@@ -60,9 +60,10 @@ def start(folder: str) -> None:
 
 def test_an_environment_with_only_the_resource_names_gives_the_defaults():
     # Given the names of the resources, and other variables unset or set to nothing
-    empty = {"MAX_FILES": "", "MODEL_PROVIDER": "  "}
-    # When
-    api, blocks = ApiSettings.from_environ(RESOURCES), BlockSettings.from_environ(RESOURCES | empty)
+    empty = {"MAX_FILES": "", "SEARCH_PROVIDER": "  "}
+    # When (the model provider has no default: it is named like a resource)
+    api = ApiSettings.from_environ(RESOURCES)
+    blocks = BlockSettings.from_environ(RESOURCES | empty | {"MODEL_PROVIDER": "offline"})
     # Then every other field has its default, the same as a model built in code with the names
     assert api == ApiSettings.model_validate(RESOURCES)
     assert (api.runs_table, api.artifacts_bucket, api.event_bus_name) == ("RunsTable", "artifacts-bucket", "default")
@@ -71,7 +72,7 @@ def test_an_environment_with_only_the_resource_names_gives_the_defaults():
     assert (api.download_url_ttl_seconds, api.data_retention_days) == (3600, 90)
     assert (blocks.model_provider, blocks.model_ids, blocks.model_retry_backoff_seconds) == ("offline", {}, 1.0)
     assert (blocks.web_max_bytes, blocks.youtube_languages, blocks.search_provider) == (5 * MIB, ("en",), "none")
-    assert OrchestrationSettings.from_environ(RESOURCES).block_timeout_seconds == 900
+    assert OrchestrationSettings.from_environ(RESOURCES | {"MODEL_PROVIDER": "offline"}).block_timeout_seconds == 900
     webhooks = WebhookSettings.from_environ(RESOURCES)
     assert (webhooks.retry_time_scale, webhooks.livemode, webhooks.timeout_seconds) == (1.0, True, 10.0)
     assert TracingSettings.from_environ({}).trace_disabled is False
@@ -85,6 +86,7 @@ def test_an_environment_with_only_the_resource_names_gives_the_defaults():
         (StateMachineSettings, ["STATE_MACHINE_ARN"]),
         (WebhookQueueSettings, ["WEBHOOK_QUEUE_URL"]),
         (DeliverySettings, ["WEBHOOK_QUEUE_URL", "WEBHOOK_DEAD_LETTER_QUEUE_URL"]),
+        (ProviderSettings, ["MODEL_PROVIDER"]),
     ],
 )
 def test_a_resource_name_has_no_default_and_its_absence_is_named(model, variables):
@@ -156,7 +158,7 @@ def test_every_bad_value_is_named_at_once_and_a_key_is_never_repeated():
     with pytest.raises(SettingsError) as raised:
         ApiSettings.from_environ(environ)
     assert "MAX_FILES='many'" in str(raised.value) and "MAX_FILE_BYTES='big'" in str(raised.value)
-    assert "sk-secret" not in repr(ProviderSettings.from_environ(environ))
+    assert "sk-secret" not in repr(ProviderSettings.from_environ(environ | {"MODEL_PROVIDER": "offline"}))
 
 
 # ---- families
@@ -164,7 +166,7 @@ def test_every_bad_value_is_named_at_once_and_a_key_is_never_repeated():
 
 def test_a_family_reads_only_its_own_settings():
     # Given a value that only the API reads, and that is bad
-    environ = RESOURCES | {"MAX_FILES": "abc"}
+    environ = RESOURCES | {"MAX_FILES": "abc", "MODEL_PROVIDER": "offline"}
     # When the other families read the environment, they do not see it
     for model in (BlockSettings, OrchestrationSettings, WebhookSettings):
         assert "max_files" not in model.model_fields

@@ -6,13 +6,14 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from canvas_core.settings.base import EnvSettings, env, env_ending
+from canvas_core.settings.base import EnvSettings, env, env_ending, required
 
 ModelProviderName = Literal["offline", "bedrock", "openai"]
 
 
 class ProviderSettings(EnvSettings):
-    model_provider: ModelProviderName = env("MODEL_PROVIDER", "offline")
+    # No default: the template gives every function that reads it its value (bedrock), the local stack its own.
+    model_provider: ModelProviderName = required("MODEL_PROVIDER")
     # The model of each role, by variable name: PLANNER_MODEL_ID, WRITER_MODEL_ID, ... (providers/roles.py).
     model_ids: dict[str, str] = env_ending("_MODEL_ID")
     # The Bedrock image model image-block draws with; none when empty.
