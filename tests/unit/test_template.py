@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from canvas_core.errors import ServiceBusyError
 from canvas_core.models.catalog import BlockType
 from canvas_local.template import expand_for_each, load_yaml, resolve_conditions
 
@@ -218,6 +219,16 @@ def test_a_path_no_route_answers_is_the_contracts_404_not_api_gateways_403() -> 
     # And no route relies on API Gateway's own authorization, which the same response would answer
     template = json.dumps(TEMPLATE)
     assert '"Authorizer"' not in template and '"ApiKeyRequired": true' not in template
+
+
+def test_a_function_lambda_throttles_answers_the_contracts_busy_503_not_a_500() -> None:
+    # Given API Gateway's answer when it cannot invoke a function (past its reserved concurrency Lambda throttles it)
+    failure = RESOURCES["CanvasApi"]["Properties"]["GatewayResponses"]["INTEGRATION_FAILURE"]
+    # Then it is the service's own busy answer: 503, Retry-After, the contract's error shape
+    assert failure["StatusCode"] == "503"
+    assert failure["ResponseParameters"]["Headers"]["Retry-After"] == "'1'"
+    body = json.loads(failure["ResponseTemplates"]["application/json"])
+    assert body == {"success": False, "error": ServiceBusyError().message}
 
 
 def test_no_policy_grants_full_access() -> None:
