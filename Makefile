@@ -161,21 +161,28 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# Each tier's tests are shared among processes, one per core (pytest-xdist; TEST_WORKERS=0 runs them in this one).
+TEST_WORKERS ?= auto
+XDIST := -n $(TEST_WORKERS)
+
 test-unit: setup
-	$(BIN)/pytest tests/unit -q
+	$(BIN)/pytest tests/unit -q $(XDIST)
 
 test-component: setup
-	$(BIN)/pytest tests/component -q
+	$(BIN)/pytest tests/component -q $(XDIST)
 
 test-statemachine: setup
-	$(BIN)/pytest tests/statemachine -q
+	$(BIN)/pytest tests/statemachine -q $(XDIST)
 
 # The e2e tier meets AWS's failures (local/canvas_local/faults.py): transactions cancelled by conflicts, throttling,
 # Lambda service errors. E2E_FAULTS= (empty) runs it without.
 E2E_FAULTS ?= transaction_conflict=0.3,throttle=0.05,lambda_error=0.02
 
+# A module's tests stay in one process (they share its stack); the `serial` ones, which time the service or stop and
+# start it under load, run afterwards on their own.
 test-e2e: setup browser axe mcp-sdk
-	CANVAS_INJECT_FAULTS='$(E2E_FAULTS)' $(BIN)/pytest tests/e2e -q
+	CANVAS_INJECT_FAULTS='$(E2E_FAULTS)' $(BIN)/pytest tests/e2e -q -m 'not serial' $(XDIST) --dist loadfile
+	CANVAS_INJECT_FAULTS='$(E2E_FAULTS)' $(BIN)/pytest tests/e2e -q -m serial
 
 # cfn-lint runs with the serverless rules (cfn-lint-serverless) and checkov offline on the template with its
 # Fn::ForEach loops expanded and each Fn::If resolved for the parameters' defaults (it does neither itself). Neither

@@ -159,8 +159,8 @@ def _b64(raw: bytes) -> str:
     [
         "not a cursor!",
         _b64(b"garbage"),
-        _b64(json.dumps({"created_at_ms": 1, "run_id": str(uuid.uuid4())}).encode()),
-        _b64(json.dumps([-1, str(uuid.uuid4())]).encode()),
+        _b64(json.dumps({"created_at_ms": 1, "run_id": "3f2c5d1e-7a4b-4c8d-9e0f-1a2b3c4d5e6f"}).encode()),
+        _b64(json.dumps([-1, "3f2c5d1e-7a4b-4c8d-9e0f-1a2b3c4d5e6f"]).encode()),
         _b64(json.dumps([BASE_MS, "not-a-uuid"]).encode()),
         _b64(b"\xff\xfe"),
     ],

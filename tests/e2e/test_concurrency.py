@@ -19,7 +19,7 @@ import pytest
 from canvas_local.lambda_runtime import LocalFunction
 from canvas_local.stack import LocalStack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.serial, pytest.mark.timeout(180)]
 
 KEYS = [f"sk_canvas_e2e_concurrency_{n}_" + n * 24 for n in ("a", "b", "c")]
 BURST_KEY = "sk_canvas_e2e_concurrency_burst_" + "d" * 24

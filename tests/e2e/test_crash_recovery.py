@@ -8,7 +8,7 @@ import pytest
 
 from bench import crash
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.serial, pytest.mark.timeout(300)]
 
 
 def figures(text: str) -> dict[str, str]:

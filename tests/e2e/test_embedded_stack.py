@@ -16,7 +16,7 @@ from canvas_core.settings import SettingsError
 from tests.e2e.conftest import canvas_serve
 from tests.support import ROOT, multipart
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.e2e, pytest.mark.serial, pytest.mark.timeout(60)]
 
 
 def test_a_get_reaches_its_function_as_an_api_gateway_proxy_event(mini_stack):

@@ -25,7 +25,7 @@ import pytest
 
 from tests.e2e.conftest import canvas_serve
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.serial, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

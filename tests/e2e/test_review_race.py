@@ -141,4 +141,3 @@ def test_an_approval_and_a_cancel_sent_at_once_end_one_way_fifty_times(service):
     for key in KEYS:
         charged = sum(t["final"]["metadata"]["credits_consumed"] for t in trials if t["key"] == key)
         assert before[key] - after[key] == charged
-    assert took < 120, f"{TRIALS} races took {took:.0f}s ({outcomes.count('approved')} approved)"

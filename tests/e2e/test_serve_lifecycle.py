@@ -19,7 +19,7 @@ import pytest
 
 from tests.support import ROOT
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.serial, pytest.mark.timeout(180)]
 
 KEY = "sk_canvas_lifecycle_test_key"
 

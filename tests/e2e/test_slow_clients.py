@@ -15,7 +15,7 @@ import pytest
 
 from canvas_local.stack import LocalStack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e, pytest.mark.serial, pytest.mark.timeout(120)]
 
 KEY = "sk_canvas_e2e_slow_clients_" + "s" * 24
 SLOW_CLIENTS = 400
