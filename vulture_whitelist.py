@@ -32,6 +32,8 @@ _.node_width
 _.node_height
 _.awaiting_approval
 _.content_truncated
+# A run item's attribute written and compared only in DynamoDB expressions (Store.settle_approval, claim_cancel).
+_.approval_settled_at_ms
 
 # Standard library callbacks and settings, called or read by the base class: HTMLParser's handlers,
 # http.client's connect, http.server's request handlers and server options, WSGI's start_response.
