@@ -45,11 +45,13 @@ for name in {modules!r}:
 print((time.perf_counter() - start) * 1000)
 """
 
-# What template.yaml sets for these functions (the poll handler runs with the X-Ray SDK off).
-_ENVIRONMENTS = {
-    "GetRunFunction": {"POWERTOOLS_TRACE_DISABLED": "true"},
-    "PresentationBlockFunction": {},
-}
+
+def environment(logical_id: str) -> dict[str, str]:
+    """What template.yaml gives the function (its entry and Globals, resources named as the embedded stack names
+    them): its handler reads its settings as it is imported, as Lambda's cold start does."""
+    from canvas_local.template import Template
+
+    return Template(ROOT / "template.yaml").function_environment(logical_id)
 
 
 def unpack(source: Path, target: Path, bytecode: bool = True) -> Path:
@@ -137,17 +139,15 @@ def main() -> None:
         stale_opt = str(unpack(BUILD / "SharedLayer" / "python", scratch / "stale" / "python", bytecode=False))
         stale_poll = [*native, str(unpack(BUILD / "GetRunFunction", scratch / "stale-poll", bytecode=False)), stale_opt]
 
+        poll_env, block_env = environment("GetRunFunction"), environment("PresentationBlockFunction")
         samples: dict[str, list[float]] = {name: [] for name in ("boto3", "poll", "block", "block_pptx")}
         # Interleaved, so that the machine's drift weighs on all alike.
         for _ in range(SAMPLES):
             samples["boto3"].append(import_ms(["boto3"], layer, {}))
-            samples["poll"].append(import_ms(["app"], poll, _ENVIRONMENTS["GetRunFunction"]))
-            block_env = _ENVIRONMENTS["PresentationBlockFunction"]
+            samples["poll"].append(import_ms(["app"], poll, poll_env))
             samples["block"].append(import_ms(["app"], block, block_env))
             samples["block_pptx"].append(import_ms(["app", "pptx"], block, block_env))
-        stale = [
-            import_ms(["app"], stale_poll, _ENVIRONMENTS["GetRunFunction"]) for _ in range(SAMPLES_WITHOUT_BYTECODE)
-        ]
+        stale = [import_ms(["app"], stale_poll, poll_env) for _ in range(SAMPLES_WITHOUT_BYTECODE)]
     finally:
         make_writable(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
