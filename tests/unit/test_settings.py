@@ -184,22 +184,39 @@ def test_a_family_reads_only_its_own_settings():
     assert all("runs_table" in model.model_fields for model in set(FAMILIES.values()))
 
 
-def test_every_function_of_the_template_starts_and_every_variable_it_is_given_is_read():
-    extra = (StateMachineSettings, WebhookQueueSettings, TracingSettings)
-    read = {field.alias for model in (*FAMILIES.values(), *extra) for field in model.model_fields.values()}
-    for spec in template().functions():
-        environment = function_environment(spec.logical_id)
-        # Its cold start, in the environment template.yaml gives it alone, reads every setting it needs
-        with settings.environment_scope(settings.Environment(environment)):
-            start(spec.code_dir.relative_to(ROOT / "functions").as_posix())
-        family_of(spec.code_dir).from_environ(environment)
-        # And every variable it is given is a setting, Powertools' own, or the deployment's name (for tags)
-        unread = {
-            name
-            for name in environment
-            if name not in read and not name.endswith("_MODEL_ID") and not name.startswith("POWERTOOLS_")
-        }
-        assert unread <= {"ENVIRONMENT"}, (spec.logical_id, unread)
+def read_at_start(logical_id: str) -> set[str]:
+    """The variables a function's cold start reads, in the environment template.yaml gives it alone: the fields of
+    every settings model it loads (its family's, and the resources it alone is given)."""
+    spec = next(s for s in template().functions() if s.logical_id == logical_id)
+    environment = settings.Environment(function_environment(logical_id))
+    with settings.environment_scope(environment):
+        start(spec.code_dir.relative_to(ROOT / "functions").as_posix())
+    assert family_of(spec.code_dir) in environment.loaded, logical_id
+    return {str(field.alias) for model in environment.loaded for field in model.model_fields.values()}
+
+
+def is_read(variable: str, read: set[str]) -> bool:
+    """Read by one of the models (a `*_SUFFIX` field reads every variable ending so), or by Powertools itself."""
+    suffixes = {alias[1:] for alias in read if alias.startswith("*")}
+    return variable in read or variable.endswith(tuple(suffixes)) or variable.startswith("POWERTOOLS_")
+
+
+@pytest.mark.parametrize("logical_id", [spec.logical_id for spec in template().functions()])
+def test_every_function_of_the_template_starts_and_is_given_only_what_it_reads(logical_id):
+    # Given what its cold start reads, in the environment template.yaml gives it alone (which it starts with)
+    read = read_at_start(logical_id)
+    # Then every variable it is given, by Globals or its own entry, is one of them
+    unread = sorted(name for name in function_environment(logical_id) if not is_read(name, read))
+    assert unread == [], f"template.yaml gives {logical_id} variables it does not read: {unread}"
+
+
+def test_globals_give_only_what_every_function_reads():
+    # Given the variables Globals give every function, and what each function's cold start reads
+    shared = template().globals["Function"]["Environment"]["Variables"]
+    reads = {spec.logical_id: read_at_start(spec.logical_id) for spec in template().functions()}
+    # Then every function reads each (a variable only some read belongs in their entries)
+    unread = {name: sorted(f for f, read in reads.items() if not is_read(name, read)) for name in shared}
+    assert {name: functions for name, functions in unread.items() if functions} == {}
 
 
 @pytest.mark.parametrize(

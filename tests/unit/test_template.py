@@ -115,6 +115,12 @@ FUNCTIONS = {name: r for name, r in RESOURCES.items() if r["Type"] == "AWS::Serv
 GLOBAL_FUNCTION = TEMPLATE["Globals"]["Function"]
 
 
+def given(function: str) -> dict[str, Any]:
+    """The variables a function is given: Globals', then its own."""
+    own = (FUNCTIONS[function]["Properties"].get("Environment") or {}).get("Variables") or {}
+    return {**GLOBAL_FUNCTION["Environment"]["Variables"], **own}
+
+
 def code_folder(function: dict[str, Any]) -> str:
     code_uri = function["Properties"]["CodeUri"]
     if isinstance(code_uri, dict):  # a block function's folder, from the BlockFunctions mapping
@@ -260,7 +266,7 @@ def test_tables_have_the_documented_keys_and_environment_variable(table: str) ->
     assert properties["BillingMode"] == "PAY_PER_REQUEST"
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert RESOURCES[table]["DeletionPolicy"] == "Retain"
-    assert GLOBAL_FUNCTION["Environment"]["Variables"][env_var] == {"Ref": table}
+    assert given("DeliverWebhooksFunction")[env_var] == {"Ref": table}
 
 
 def test_portal_sessions_expire_by_ttl_and_keys_can_be_listed_by_account() -> None:
@@ -298,19 +304,20 @@ def test_runs_can_be_listed_by_account_on_an_attribute_every_run_carries() -> No
     assert set(RunSummaryItem.model_fields) == projected | {"rerun_of"}
 
 
-def test_the_documented_settings_reach_every_function() -> None:
+def test_the_documented_settings_reach_the_functions_that_read_them() -> None:
     variables = GLOBAL_FUNCTION["Environment"]["Variables"]
 
-    for name in [
+    for name in (
         "ARTIFACTS_BUCKET_NAME",
-        "MODEL_PROVIDER",
         "DOWNLOAD_URL_TTL_SECONDS",
-        "MAX_PROMPT_CHARS",
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
-    ]:
+    ):
         assert name in variables, name
     assert variables["ARTIFACTS_BUCKET_NAME"] == {"Ref": "ArtifactsBucket"}
+    for function in ("PlanCanvasFunction", "PromptBlockFunction"):
+        assert given(function)["MODEL_PROVIDER"] == {"Ref": "ModelProvider"}, function
+    assert given("CreateRunFunction")["MAX_PROMPT_CHARS"] == {"Ref": "MaxPromptChars"}
     create_run_variables = FUNCTIONS["CreateRunFunction"]["Properties"]["Environment"]["Variables"]
     assert create_run_variables["STATE_MACHINE_ARN"] == {"Ref": "RunCanvasStateMachine"}
 
@@ -406,7 +413,7 @@ def test_webhook_deliveries_run_off_a_queue_with_partial_batch_failures_and_an_a
     assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": dlq_name}]
     # And private addresses stay refused unless the operator opts in
     assert TEMPLATE["Parameters"]["WebhookAllowPrivateAddresses"]["Default"] == "false"
-    variables = GLOBAL_FUNCTION["Environment"]["Variables"]
+    variables = given("DeliverWebhooksFunction")
     assert variables["WEBHOOK_ALLOW_PRIVATE_ADDRESSES"] == {"Ref": "WebhookAllowPrivateAddresses"}
 
 

@@ -11,8 +11,10 @@ from canvas_core.api import answers, caller_account, create_app, handle, ok
 from canvas_core.models.api import RunStatusResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.reviews import cancel_run
+from canvas_core.settings import StateMachineSettings
 
-app = create_app()
+# A cancel stops the run's execution, named after the run on the state machine.
+app = create_app(StateMachineSettings)
 
 
 @app.post(

@@ -1,6 +1,7 @@
 """Every setting canvas_core reads from the environment, as one pydantic model per function family; nothing
-else in canvas_core reads the environment. template.yaml gives each function its variables (its entry and
-Globals), the embedded stack each function the same from the template, tests set them with monkeypatch.
+else in canvas_core reads the environment. template.yaml gives each function the variables its models read and no
+other (Globals what every function reads: `ServiceSettings`, Powertools'; its entry its family's and its own
+resources'), the embedded stack each function the same from the template, tests set them with monkeypatch.
 
 | family | functions | model | made of |
 |---|---|---|---|
