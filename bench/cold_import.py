@@ -7,8 +7,8 @@ the environment the template gives the function. Each figure is the median of in
 
 - `import boto3` from the layer (which ships boto3 and botocore, at one pinned version);
 - the poll handler (GetRunFunction's `app`), the figure the target is about (within 2x of boto3);
-- a heavy block (PresentationBlockFunction's `app`), and the same block with python-pptx imported as its first
-  run does;
+- a heavy block (PresentationBlockFunction's `app`, with its two layers: the shared one and DuckDB's), and the
+  same block with python-pptx imported as its first run does;
 - the poll handler again without the built bytecode (as `sam build` made it before the bytecode step), to show
   what that step saves.
 
@@ -131,11 +131,14 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="canvas-cold-import-"))
     try:
         # Lambda's order: /var/task, then /opt/python; this machine's native builds, when needed, come first.
-        native = native_overlay(BUILD / "SharedLayer" / "python", BUILD / "PresentationBlockFunction")
+        duckdb_layer = BUILD / "DuckDbLayer" / "python"
+        native = native_overlay(BUILD / "SharedLayer" / "python", BUILD / "PresentationBlockFunction", duckdb_layer)
         opt = str(unpack(BUILD / "SharedLayer" / "python", scratch / "opt" / "python"))
         layer = [*native, opt]
         poll = [*native, str(unpack(BUILD / "GetRunFunction", scratch / "poll")), opt]
-        block = [*native, str(unpack(BUILD / "PresentationBlockFunction", scratch / "block")), opt]
+        # A block function's layers, as Lambda lays them out: the shared layer, then DuckDB's.
+        duckdb = str(unpack(duckdb_layer, scratch / "duckdb" / "python"))
+        block = [*native, str(unpack(BUILD / "PresentationBlockFunction", scratch / "block")), opt, duckdb]
         stale_opt = str(unpack(BUILD / "SharedLayer" / "python", scratch / "stale" / "python", bytecode=False))
         stale_poll = [*native, str(unpack(BUILD / "GetRunFunction", scratch / "stale-poll", bytecode=False)), stale_opt]
 

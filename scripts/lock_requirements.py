@@ -42,7 +42,7 @@ PATCHED = ("moto", "waitress")
 
 
 def requirement_files() -> list[Path]:
-    return [ROOT / "layers/shared/requirements.txt", *sorted(ROOT.glob("functions/*/*/requirements.txt"))]
+    return [*sorted(ROOT.glob("layers/*/requirements.txt")), *sorted(ROOT.glob("functions/*/*/requirements.txt"))]
 
 
 def requirements(path: Path) -> list[Requirement]:

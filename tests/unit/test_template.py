@@ -191,7 +191,17 @@ def test_every_function_uses_app_handler_and_the_shared_layer() -> None:
     for name, function in FUNCTIONS.items():
         properties = function["Properties"]
         assert properties.get("Handler", "app.handler") == "app.handler", name
-        assert "Layers" not in properties, f"{name} overrides the shared layer"
+        # SAM appends a function's own layers to Globals': only the block functions add one, DuckDB's
+        expected = [{"Ref": "DuckDbLayer"}] if name.endswith("BlockFunction") else None
+        assert properties.get("Layers") == expected, name
+
+
+def test_duckdb_ships_once_in_its_layer_not_in_a_function_package() -> None:
+    # Given every function's requirements
+    functions = sorted((ROOT / "functions").glob("*/*/requirements.txt"))
+    # Then none asks for DuckDB: the block functions get it from DuckDbLayer
+    assert functions and not [p for p in functions if "duckdb" in p.read_text(encoding="utf-8").lower()]
+    assert "duckdb" in (ROOT / "layers" / "duckdb" / "requirements.txt").read_text(encoding="utf-8")
 
 
 def test_the_api_routes_are_the_five_of_the_spec_and_the_runs_listing() -> None:
