@@ -1,6 +1,6 @@
 """Names vulture reports as unused that are used, by a framework, a library or the tests (`make vulture`).
 
-Route functions, exception handlers and pydantic validators are found by their decorators instead
+Route functions, exception handlers and pydantic validators and serializers are found by their decorators instead
 (`ignore_decorators` under [tool.vulture] in pyproject.toml), so a new route needs no line here.
 """
 
@@ -27,6 +27,7 @@ _.next_cursor
 _.not_completed
 _.pending_inputs
 _.deleted
+_.signed_out
 _.attempted
 _.node_width
 _.node_height

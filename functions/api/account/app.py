@@ -3,7 +3,7 @@
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.accounts import get_account
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.models.accounts import AccountView
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
 
@@ -16,7 +16,7 @@ app = create_app()
     tags=["Account"],
     responses=answers(AccountView, 401),
 )
-def get_caller_account() -> dict:
+def get_caller_account() -> SuccessBody[AccountView]:
     return ok(get_account(caller_account(app)))
 
 

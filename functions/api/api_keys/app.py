@@ -6,7 +6,7 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.keys import create_key, list_keys, revoke_key
 from canvas_core.models.accounts import ApiKeyList, ApiKeyView, CreatedApiKey
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
@@ -20,7 +20,7 @@ app = create_app()
     tags=["API keys"],
     responses=answers(ApiKeyList, 401),
 )
-def get_api_keys() -> dict:
+def get_api_keys() -> SuccessBody[ApiKeyList]:
     return ok(list_keys(caller_account(app)), exclude_none=False)
 
 
@@ -30,7 +30,7 @@ def get_api_keys() -> dict:
     tags=["API keys"],
     responses=answers(CreatedApiKey, 401),
 )
-def post_api_key() -> dict:
+def post_api_key() -> SuccessBody[CreatedApiKey]:
     return ok(create_key(caller_account(app)), exclude_none=False)
 
 
@@ -40,7 +40,9 @@ def post_api_key() -> dict:
     tags=["API keys"],
     responses=answers(ApiKeyView, 400, 401, 404),
 )
-def delete_api_key(key_id: Annotated[UUID, Path(description="The key's id, as GET /v1/api_keys lists it")]) -> dict:
+def delete_api_key(
+    key_id: Annotated[UUID, Path(description="The key's id, as GET /v1/api_keys lists it")],
+) -> SuccessBody[ApiKeyView]:
     return ok(revoke_key(caller_account(app), str(key_id)), exclude_none=False)
 
 

@@ -7,7 +7,7 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.api.forms import FormBody
 from canvas_core.models.api import RunStatusResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
@@ -27,7 +27,7 @@ app = create_app()
 def post_approve(
     run_id: Annotated[UUID, Path(description="The run_id POST /v1/run answered, for a run created with review=true")],
     request: Annotated[ApproveRunForm, FormBody(max_bytes=MAX_APPROVE_BODY_BYTES, accepts_json=True)],
-) -> dict:
+) -> SuccessBody[RunStatusResponse]:
     return ok(approve_run(str(run_id), caller_account(app), request))
 
 

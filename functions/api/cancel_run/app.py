@@ -7,7 +7,7 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.models.api import RunStatusResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.reviews import cancel_run
@@ -26,7 +26,9 @@ app = create_app(StateMachineSettings)
     tags=["Runs"],
     responses=answers(RunStatusResponse, 400, 401, 404, 409),
 )
-def post_cancel(run_id: Annotated[UUID, Path(description="The run_id POST /v1/run answered")]) -> dict:
+def post_cancel(
+    run_id: Annotated[UUID, Path(description="The run_id POST /v1/run answered")],
+) -> SuccessBody[RunStatusResponse]:
     requested_at_ms = app.current_event.request_context.request_time_epoch
     return ok(cancel_run(str(run_id), caller_account(app), requested_at_ms=requested_at_ms))
 

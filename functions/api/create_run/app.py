@@ -5,7 +5,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Header
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.api.forms import FormBody
 from canvas_core.models.api import CreateRunResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
@@ -32,7 +32,7 @@ def post_run(
             "first request's answer and starts no second run",
         ),
     ] = None,
-) -> dict:
+) -> SuccessBody[CreateRunResponse]:
     return ok(create_run_once(request, caller_account(app), idempotency_key, app.lambda_context))
 
 

@@ -6,7 +6,7 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.canvas import get_canvas_dag
 from canvas_core.models.api import CanvasDagResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
@@ -29,7 +29,7 @@ def get_dag(
     offset: Annotated[
         int, Query(ge=0, description="Extension, with node: the first character of the page (the characters read)")
     ] = 0,
-) -> dict:
+) -> SuccessBody[CanvasDagResponse]:
     return ok(get_canvas_dag(str(canvas_id), caller_account(app), node=node, offset=offset))
 
 

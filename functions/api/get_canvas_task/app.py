@@ -6,7 +6,7 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.canvas import get_task
 from canvas_core.models.api import TaskView
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
@@ -23,7 +23,7 @@ app = create_app()
 def get_one_task(
     canvas_id: Annotated[UUID, Path(description="The run's canvas_id")],
     task_id: Annotated[UUID, Path(description="A task_id of the canvas's task tree")],
-) -> dict:
+) -> SuccessBody[TaskView]:
     return ok(get_task(str(canvas_id), str(task_id), caller_account(app)))
 
 

@@ -6,7 +6,7 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.canvas import get_task_tree
 from canvas_core.models.api import TaskTreeResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
@@ -20,7 +20,7 @@ app = create_app()
     tags=["Canvases"],
     responses=answers(TaskTreeResponse, 400, 401, 404),
 )
-def get_tasks(canvas_id: Annotated[UUID, Path(description="The run's canvas_id")]) -> dict:
+def get_tasks(canvas_id: Annotated[UUID, Path(description="The run's canvas_id")]) -> SuccessBody[TaskTreeResponse]:
     return ok(get_task_tree(str(canvas_id), caller_account(app)))
 
 

@@ -6,7 +6,7 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.models.api import RunStatusResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.runs import get_run_status
@@ -20,7 +20,9 @@ app = create_app()
     tags=["Runs"],
     responses=answers(RunStatusResponse, 400, 401, 404),
 )
-def get_run(run_id: Annotated[UUID, Path(description="The run_id POST /v1/run answered")]) -> dict:
+def get_run(
+    run_id: Annotated[UUID, Path(description="The run_id POST /v1/run answered")],
+) -> SuccessBody[RunStatusResponse]:
     return ok(get_run_status(str(run_id), caller_account(app)))
 
 

@@ -5,7 +5,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.models.api import ListRunsResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.runs import list_runs
@@ -27,7 +27,7 @@ def get_runs(
             description="The previous page's next_cursor, unchanged; any other value is refused (400, Invalid cursor)"
         ),
     ] = None,
-) -> dict:
+) -> SuccessBody[ListRunsResponse]:
     account_id = caller_account(app)
     return ok(list_runs(account_id, limit, cursor), exclude_none=False)
 

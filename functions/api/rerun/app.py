@@ -7,7 +7,7 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.api.forms import FormBody
 from canvas_core.models.api import CreateRunResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
@@ -37,7 +37,7 @@ def post_rerun(
             "same block gets the first request's answer and starts no second run",
         ),
     ] = None,
-) -> dict:
+) -> SuccessBody[CreateRunResponse]:
     return ok(
         rerun_block_once(
             str(canvas_id), str(block_id), request, caller_account(app), idempotency_key, app.lambda_context

@@ -7,7 +7,7 @@ from uuid import UUID
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from canvas_core.api import answers, caller_account, create_app, handle, ok
+from canvas_core.api import SuccessBody, answers, caller_account, create_app, handle, ok
 from canvas_core.api.forms import FormBody
 from canvas_core.models.webhooks import (
     MAX_ENDPOINT_REQUEST_BYTES,
@@ -36,7 +36,7 @@ TAGS = ["Webhook endpoints"]
 )
 def post_endpoint(
     request: Annotated[WebhookEndpointRequest, FormBody(max_bytes=MAX_ENDPOINT_REQUEST_BYTES, accepts_json=True)],
-) -> dict:
+) -> SuccessBody[WebhookEndpointCreated]:
     return ok(endpoints.create_endpoint(caller_account(app), request.url, request.events))
 
 
@@ -46,7 +46,7 @@ def post_endpoint(
     tags=TAGS,
     responses=answers(WebhookEndpointList, 401),
 )
-def get_endpoints() -> dict:
+def get_endpoints() -> SuccessBody[WebhookEndpointList]:
     return ok(WebhookEndpointList(endpoints=endpoints.list_endpoints(caller_account(app))))
 
 
@@ -56,7 +56,7 @@ def get_endpoints() -> dict:
     tags=TAGS,
     responses=answers(WebhookEndpointDeleted, 400, 401, 404),
 )
-def delete_endpoint(endpoint_id: EndpointId) -> dict:
+def delete_endpoint(endpoint_id: EndpointId) -> SuccessBody[WebhookEndpointDeleted]:
     endpoints.delete_endpoint(caller_account(app), str(endpoint_id))
     return ok(WebhookEndpointDeleted(id=str(endpoint_id)))
 
@@ -67,7 +67,7 @@ def delete_endpoint(endpoint_id: EndpointId) -> dict:
     tags=TAGS,
     responses=answers(WebhookEndpointCreated, 400, 401, 404),
 )
-def post_rotate_secret(endpoint_id: EndpointId) -> dict:
+def post_rotate_secret(endpoint_id: EndpointId) -> SuccessBody[WebhookEndpointCreated]:
     return ok(endpoints.rotate_secret(caller_account(app), str(endpoint_id)))
 
 
@@ -77,7 +77,7 @@ def post_rotate_secret(endpoint_id: EndpointId) -> dict:
     tags=TAGS,
     responses=answers(WebhookPingSent, 400, 401, 404, 409),
 )
-def post_ping(endpoint_id: EndpointId) -> dict:
+def post_ping(endpoint_id: EndpointId) -> SuccessBody[WebhookPingSent]:
     return ok(WebhookPingSent(event_id=endpoints.ping(caller_account(app), str(endpoint_id))))
 
 
@@ -90,7 +90,7 @@ def post_ping(endpoint_id: EndpointId) -> dict:
 def get_deliveries(
     endpoint_id: EndpointId,
     limit: Annotated[int, Query(ge=1, le=100, description="Attempts to list, newest first")] = 50,
-) -> dict:
+) -> SuccessBody[WebhookDeliveryList]:
     deliveries = endpoints.list_deliveries(caller_account(app), str(endpoint_id), limit)
     return ok(WebhookDeliveryList(deliveries=deliveries), exclude_none=False)
 

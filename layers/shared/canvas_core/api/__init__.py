@@ -2,5 +2,6 @@
 reading."""
 
 from canvas_core.api.app import answers, caller_account, create_app, handle, ok
+from canvas_core.models.api import SuccessBody
 
-__all__ = ["answers", "caller_account", "create_app", "handle", "ok"]
+__all__ = ["SuccessBody", "answers", "caller_account", "create_app", "handle", "ok"]

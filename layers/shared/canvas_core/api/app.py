@@ -1,16 +1,19 @@
 """The API resolver every endpoint function builds, with the one error map of the service: each domain
 error becomes its status and a `{success: false, error}` body; anything unexpected becomes a 500. Routes declare
-what they answer with `answers(...)`, so the OpenAPI document (scripts/generate_openapi.py) comes from them."""
+what they answer with `answers(...)`, so the OpenAPI document (scripts/generate_openapi.py) comes from them, and
+return their model (`-> SuccessBody[RunStatusResponse]`, built by `ok()`): Powertools validates what a route returns
+against that annotation before serializing it, and an answer that does not match is a 500, logged."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFoundError
 from aws_lambda_powertools.event_handler.middlewares.openapi_validation import OpenAPIRequestValidationMiddleware
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import BaseModel
@@ -18,7 +21,7 @@ from pydantic import BaseModel
 from canvas_core.api.forms import FormBody, read_body
 from canvas_core.auth import authenticate
 from canvas_core.errors import BadRequestError, InvalidUuidError, ServiceBusyError, ServiceError, StorageBusyError
-from canvas_core.models.api import ErrorBody, success_body
+from canvas_core.models.api import ErrorBody, SuccessBody
 from canvas_core.models.base import Model, RequestRefused, refusal
 from canvas_core.observability import logger
 from canvas_core.settings import EnvSettings, api_settings, load
@@ -61,9 +64,11 @@ def refused_response(exc: ServiceError) -> Response[Any]:
     return error_response(exc.status_code, exc.message, exc.retry_after_seconds)
 
 
-def ok(data: BaseModel, exclude_none: bool = True) -> dict[str, Any]:
-    """The success body. Fields that are None are left out, unless the body promises them as null."""
-    return {"success": True, "data": data.model_dump(mode="json", exclude_none=exclude_none)}
+def ok[DataT: BaseModel](data: DataT, exclude_none: bool = True) -> SuccessBody[DataT]:
+    """The success body a route returns. Fields that are None are left out, unless the body promises them as null."""
+    # The class the route's `-> SuccessBody[Model]` names when `data` is that model: checked without a copy.
+    body = cast("type[SuccessBody[DataT]]", SuccessBody[type(data)])  # type: ignore[misc]
+    return body(success=True, data=data, keep_nulls=not exclude_none)
 
 
 def answers(model: type[Model], *errors: int) -> dict[int, OpenAPIResponse]:
@@ -71,7 +76,7 @@ def answers(model: type[Model], *errors: int) -> dict[int, OpenAPIResponse]:
     503, which any route may answer) with the error body."""
     success: OpenAPIResponse = {
         "description": "Success",
-        "content": {"application/json": {"model": success_body(model)}},
+        "content": {"application/json": {"model": SuccessBody[model]}},  # type: ignore[valid-type]
     }
     responses = {200: success}
     for status in (*errors, 500, 503):
@@ -141,7 +146,9 @@ class Resolver(APIGatewayRestResolver):
     _own_lambda_context: Any = None
 
     def __init__(self) -> None:
-        super().__init__(enable_validation=True)
+        # What a route returns is validated against its return annotation; one that does not match raises
+        # ResponseValidationError, answered 500 by create_app's handler (not Powertools' 422 for a request).
+        super().__init__(enable_validation=True, response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR)
         # Powertools leaves the middleware's constructor unannotated.
         self._request_validation_middleware = _RequestValidation()  # type: ignore[no-untyped-call]
 
@@ -170,16 +177,25 @@ class Resolver(APIGatewayRestResolver):
         self._own_lambda_context = value
 
     def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:
-        """Powertools' document, without the 422 this resolver never answers, and with each media type a FormBody
-        route reads."""
+        """Powertools' document, without the 422 this resolver never answers, with the route's own 500 (the error body)
+        where Powertools puts its response validation error, and with each media type a FormBody route reads."""
         from aws_lambda_powertools.event_handler.openapi.models import RequestBody
+        from aws_lambda_powertools.event_handler.openapi.models import Response as DocumentedResponse
 
         document = super().get_openapi_schema(**kwargs)
+        internal_error = DocumentedResponse.model_validate(
+            {
+                "description": ERROR_STATUSES[500],
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+            }
+        )
         for route in self._static_routes + self._dynamic_routes:
             operation = getattr((document.paths or {}).get(route.openapi_path), route.method.lower(), None)
             if operation is None:
                 continue
             (operation.responses or {}).pop(422, None)
+            if operation.responses and 500 in operation.responses:
+                operation.responses[500] = internal_error
             spec = route.body_field.field_info if route.body_field is not None else None
             if isinstance(spec, FormBody) and isinstance(operation.requestBody, RequestBody):
                 read_as = operation.requestBody.content[spec.media_type]
@@ -231,6 +247,15 @@ def create_app(*settings: type[EnvSettings]) -> APIGatewayRestResolver:
     def handle_unknown_route(_: RouteNotFoundError) -> Response[Any]:
         event = app.current_event
         return error_response(404, f"Not found: {event.http_method} {event.path}")
+
+    @app.exception_handler(ResponseValidationError)  # type: ignore[untyped-decorator]
+    def handle_wrong_answer(exc: ResponseValidationError) -> Response[Any]:
+        # A route returned something other than its declared model: a bug, never a body the contract does not have.
+        event = app.current_event
+        mismatch = [{"loc": e.get("loc"), "type": e.get("type"), "msg": e.get("msg")} for e in exc.errors()]
+        request = f"{event.http_method} {event.path}"
+        logger.error("Answer does not match the route's model", extra={"request": request, "mismatch": mismatch})
+        return error_response(500, "Internal server error")
 
     @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
     def handle_unexpected(exc: Exception) -> Response[Any]:

@@ -5,17 +5,47 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Literal
 
-from pydantic import Field, create_model
+from pydantic import BaseModel, Field, create_model, field_validator, model_serializer
 
 from canvas_core.models.base import Model, Uuid
 from canvas_core.models.catalog import NodeStatus, RunStatus, TaskStatus, TaskType, Template
 
 
+class SuccessBody[DataT: BaseModel](Model):
+    """`{success: true, data}`, the body of every 200, with `data` the route's model: what a route returns
+    (`-> SuccessBody[RunStatusResponse]`, built by `ok()`), checked against that annotation on the way out, and named
+    after its model (`RunStatusResponseBody`) in the OpenAPI document."""
+
+    success: Literal[True]
+    data: DataT
+    # The contract leaves unset (None) fields out, except in the bodies that promise them as null; never sent.
+    keep_nulls: bool = Field(default=False, exclude=True)
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        parametrized = super().__class_getitem__(params)
+        if cls is SuccessBody and isinstance(params, type) and issubclass(params, BaseModel):
+            return _named_body(parametrized, params)
+        return parametrized
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _data_is_a_model(cls, data: object) -> object:
+        # A dict would be coerced into the model: a route answers its model, not something shaped like it.
+        if not isinstance(data, BaseModel):
+            raise ValueError(f"data is the route's model, not a {type(data).__name__}")
+        return data
+
+    # Unannotated on purpose: pydantic would document the annotation (a dict) instead of the fields.
+    @model_serializer(mode="plain")
+    def _body(self):  # type: ignore[no-untyped-def]
+        return {"success": True, "data": self.data.model_dump(mode="json", exclude_none=not self.keep_nulls)}
+
+
 @cache
-def success_body(data: type[Model]) -> type[Model]:
-    """`{success: true, data}`, the body of every 200, with `data` the route's model; named after it
-    (`RunStatusResponseBody`) in the OpenAPI document."""
-    return create_model(f"{data.__name__}Body", __base__=Model, success=(Literal[True], ...), data=(data, ...))
+def _named_body(parametrized: type[SuccessBody[Any]], data: type[BaseModel]) -> type[SuccessBody[Any]]:
+    """`SuccessBody[RunStatusResponse]` as a class of its own, `RunStatusResponseBody`: the OpenAPI document names a
+    parametrized generic after its parameters (`SuccessBody_RunStatusResponse_`), a class after itself."""
+    return create_model(f"{data.__name__}Body", __base__=parametrized, __module__=__name__)
 
 
 class ErrorBody(Model):

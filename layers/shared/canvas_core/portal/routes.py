@@ -1,10 +1,10 @@
 """The portal function's routes: the pages (/portal, /runs/{run_id}), their files (/portal/assets/...) and the
 JSON the pages call (/portal/api/...). The JSON calls reach the same service functions as /v1, for the account of
-the caller's session, in the service's `{success, data}` / `{success: false, error}` shapes."""
+the caller's session, in the service's `{success, data}` / `{success: false, error}` shapes: each returns its model, as
+the /v1 routes do (canvas_core.api)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, is_dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -14,15 +14,23 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError as Rout
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.shared.cookies import Cookie, SameSite
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from canvas_core.accounts import get_account
-from canvas_core.api import create_app, ok
+from canvas_core.api import SuccessBody, create_app, ok
 from canvas_core.api.app import error_response
 from canvas_core.errors import ServiceError
 from canvas_core.keys import create_key, list_keys, revoke_key
-from canvas_core.models.api import ApproveRunRequest
+from canvas_core.models.accounts import AccountView, ApiKeyList, ApiKeyView, CreatedApiKey
+from canvas_core.models.api import ApproveRunRequest, CreateRunResponse, ListRunsResponse, RunStatusResponse
 from canvas_core.models.base import Model, refusal
+from canvas_core.models.webhooks import (
+    WebhookDeliveryList,
+    WebhookEndpointCreated,
+    WebhookEndpointDeleted,
+    WebhookEndpointList,
+    WebhookPingSent,
+)
 from canvas_core.portal.pages import asset_response, error_page
 from canvas_core.portal.sessions import (
     SESSION_COOKIE,
@@ -34,7 +42,7 @@ from canvas_core.portal.sessions import (
     sign_in,
     sign_out,
 )
-from canvas_core.portal.viewer import canvas_view
+from canvas_core.portal.viewer import CanvasView, canvas_view
 from canvas_core.reruns import rerun_block
 from canvas_core.reviews import approve_run, cancel_run
 from canvas_core.runs import get_run_status, list_runs
@@ -50,6 +58,10 @@ class SessionView(Model):
     account_id: str
     csrf_token: str
     expires_at: str
+
+
+class SignedOut(Model):
+    signed_out: bool = True
 
 
 class CreateEndpointRequest(Model):
@@ -121,7 +133,7 @@ def create_portal_app() -> APIGatewayRestResolver:
     # ---- session
 
     @app.post("/portal/api/session")
-    def open_session(request: SignInRequest) -> Response[dict[str, Any]]:
+    def open_session(request: SignInRequest) -> Response[SuccessBody[SessionView]]:
         check_same_origin(app.current_event.headers)
         lifetime = api_settings().portal_session_seconds
         client_address = app.current_event.request_context.identity.source_ip
@@ -143,11 +155,11 @@ def create_portal_app() -> APIGatewayRestResolver:
         )
 
     @app.get("/portal/api/session")
-    def read_session() -> dict[str, Any]:
+    def read_session() -> SuccessBody[SessionView]:
         return ok(_session_view(session()))
 
     @app.delete("/portal/api/session")
-    def close_session() -> Response[dict[str, Any]]:
+    def close_session() -> Response[SuccessBody[SignedOut]]:
         sign_out(changing())
         expired = Cookie(
             name=SESSION_COOKIE,
@@ -161,80 +173,85 @@ def create_portal_app() -> APIGatewayRestResolver:
         return Response(
             status_code=200,
             content_type=content_types.APPLICATION_JSON,
-            body={"success": True, "data": {"signed_out": True}},
+            body=ok(SignedOut()),
             cookies=[expired],
         )
 
     # ---- account, keys, runs
 
     @app.get("/portal/api/account")
-    def account() -> dict[str, Any]:
+    def account() -> SuccessBody[AccountView]:
         return ok(get_account(session().account_id))
 
     @app.get("/portal/api/keys")
-    def keys() -> dict[str, Any]:
+    def keys() -> SuccessBody[ApiKeyList]:
         return ok(list_keys(session().account_id), exclude_none=False)
 
     @app.post("/portal/api/keys")
-    def new_key() -> dict[str, Any]:
+    def new_key() -> SuccessBody[CreatedApiKey]:
         return ok(create_key(changing().account_id), exclude_none=False)
 
     @app.delete("/portal/api/keys/<key_id>")
-    def revoked_key(key_id: str) -> dict[str, Any]:
+    def revoked_key(key_id: str) -> SuccessBody[ApiKeyView]:
         return ok(revoke_key(changing().account_id, key_id), exclude_none=False)
 
     @app.get("/portal/api/runs")
     def runs(
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
         cursor: Annotated[str | None, Query()] = None,
-    ) -> dict[str, Any]:
+    ) -> SuccessBody[ListRunsResponse]:
         return ok(list_runs(session().account_id, limit, cursor), exclude_none=False)
 
     @app.get("/portal/api/runs/<run_id>/canvas")
-    def run_canvas(run_id: str) -> dict[str, Any]:
+    def run_canvas(run_id: str) -> SuccessBody[CanvasView]:
         return ok(canvas_view(run_id, session().account_id))
 
     @app.post("/portal/api/canvas/<canvas_id>/blocks/<block_id>/rerun")
-    def rerun(canvas_id: str, block_id: str, request: RerunBlockForm) -> dict[str, Any]:
+    def rerun(canvas_id: str, block_id: str, request: RerunBlockForm) -> SuccessBody[CreateRunResponse]:
         """The viewer's Re-run: POST /v1/canvas/{canvas_id}/blocks/{block_id}/rerun for the session's account."""
         return ok(rerun_block(canvas_id, block_id, request, changing().account_id))
 
     @app.post("/portal/api/runs/<run_id>/approve")
-    def approved_run(run_id: str) -> dict[str, Any]:
+    def approved_run(run_id: str) -> SuccessBody[RunStatusResponse]:
         """The viewer's Approve: POST /v1/run/{run_id}/approve, the plan as it is, for the session's account."""
         return ok(approve_run(run_id, changing().account_id, ApproveRunRequest()))
 
     @app.post("/portal/api/runs/<run_id>/cancel")
-    def cancelled_run(run_id: str) -> dict[str, Any]:
+    def cancelled_run(run_id: str) -> SuccessBody[RunStatusResponse]:
         """The viewer's Cancel: POST /v1/run/{run_id}/cancel for the session's account."""
         return ok(cancel_run(run_id, changing().account_id))
 
-    # ---- webhook endpoints (canvas_core.webhooks.endpoints, shared with /v1/webhook_endpoints)
+    # ---- webhook endpoints (canvas_core.webhooks.endpoints, shared with /v1/webhook_endpoints); nulls kept, as
+    # the portal's pages have always read them
 
     @app.get("/portal/api/webhook_endpoints")
-    def endpoints() -> dict[str, Any]:
-        return _data({"endpoints": _webhooks().list_endpoints(session().account_id)})
+    def endpoints() -> SuccessBody[WebhookEndpointList]:
+        listed = _webhooks().list_endpoints(session().account_id)
+        return ok(WebhookEndpointList(endpoints=listed), exclude_none=False)
 
     @app.post("/portal/api/webhook_endpoints")
-    def new_endpoint(request: CreateEndpointRequest) -> dict[str, Any]:
-        return _data(_webhooks().create_endpoint(changing().account_id, request.url, request.events))
+    def new_endpoint(request: CreateEndpointRequest) -> SuccessBody[WebhookEndpointCreated]:
+        created = _webhooks().create_endpoint(changing().account_id, request.url, request.events)
+        return ok(created, exclude_none=False)
 
     @app.delete("/portal/api/webhook_endpoints/<endpoint_id>")
-    def removed_endpoint(endpoint_id: str) -> dict[str, Any]:
+    def removed_endpoint(endpoint_id: str) -> SuccessBody[WebhookEndpointDeleted]:
         _webhooks().delete_endpoint(changing().account_id, endpoint_id)
-        return _data({"id": endpoint_id, "deleted": True})
+        return ok(WebhookEndpointDeleted(id=endpoint_id), exclude_none=False)
 
     @app.post("/portal/api/webhook_endpoints/<endpoint_id>/rotate_secret")
-    def rotated_endpoint(endpoint_id: str) -> dict[str, Any]:
-        return _data(_webhooks().rotate_secret(changing().account_id, endpoint_id))
+    def rotated_endpoint(endpoint_id: str) -> SuccessBody[WebhookEndpointCreated]:
+        return ok(_webhooks().rotate_secret(changing().account_id, endpoint_id), exclude_none=False)
 
     @app.post("/portal/api/webhook_endpoints/<endpoint_id>/ping")
-    def pinged_endpoint(endpoint_id: str) -> dict[str, Any]:
-        return _data({"event_id": _webhooks().ping(changing().account_id, endpoint_id)})
+    def pinged_endpoint(endpoint_id: str) -> SuccessBody[WebhookPingSent]:
+        event_id = _webhooks().ping(changing().account_id, endpoint_id)
+        return ok(WebhookPingSent(event_id=event_id), exclude_none=False)
 
     @app.get("/portal/api/webhook_endpoints/<endpoint_id>/deliveries")
-    def deliveries(endpoint_id: str) -> dict[str, Any]:
-        return _data({"deliveries": _webhooks().list_deliveries(session().account_id, endpoint_id)})
+    def deliveries(endpoint_id: str) -> SuccessBody[WebhookDeliveryList]:
+        listed = _webhooks().list_deliveries(session().account_id, endpoint_id)
+        return ok(WebhookDeliveryList(deliveries=listed), exclude_none=False)
 
     return app
 
@@ -257,25 +274,6 @@ def _webhooks() -> Any:
 def _session_view(session: Session) -> SessionView:
     expires = datetime.fromtimestamp(session.expires_at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     return SessionView(account_id=session.account_id, csrf_token=session.csrf_token, expires_at=expires)
-
-
-def _data(value: Any) -> dict[str, Any]:
-    return {"success": True, "data": _plain(value)}
-
-
-def _plain(value: Any) -> Any:
-    """JSON data of what the webhooks module answers (pydantic models, dataclasses, lists and dicts of them)."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if is_dataclass(value) and not isinstance(value, type):
-        return _plain(asdict(value))
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
 
 
 __all__ = ["create_portal_app"]
