@@ -415,6 +415,161 @@ _ATTRIBUTE_VALUES: dict[tuple[str, str], Callable[[str], str]] = {
 }
 
 
+# ---------------------------------------------------------------- what the embedded stack stands in for
+
+# Each resource type the stack builds: the properties it reads, then those it leaves to AWS because they change
+# nothing a run on one machine can see (permissions, encryption, logs, tracing, names, retention of versions).
+_SERVERLESS_FUNCTION = (
+    {"CodeUri", "Handler", "Timeout", "MemorySize", "Environment", "Events"},
+    {
+        "Runtime",
+        "Architectures",
+        "Description",
+        "Layers",
+        "Policies",
+        "LoggingConfig",
+        "Tracing",
+        "Tags",
+        "PropagateTags",
+        "ReservedConcurrentExecutions",
+        "EventInvokeConfig",
+    },
+)
+BUILT: dict[str, tuple[set[str], set[str]]] = {
+    "AWS::Serverless::Function": _SERVERLESS_FUNCTION,
+    "AWS::DynamoDB::Table": (
+        {
+            "KeySchema",
+            "AttributeDefinitions",
+            "GlobalSecondaryIndexes",
+            "LocalSecondaryIndexes",
+            "TimeToLiveSpecification",
+        },
+        {"BillingMode", "PointInTimeRecoverySpecification", "SSESpecification", "TableName", "Tags"},
+    ),
+    "AWS::Serverless::SimpleTable": ({"PrimaryKey"}, {"SSESpecification", "TableName", "Tags"}),
+    "AWS::S3::Bucket": (
+        {"LifecycleConfiguration"},
+        {"BucketEncryption", "OwnershipControls", "PublicAccessBlockConfiguration", "VersioningConfiguration", "Tags"},
+    ),
+    "AWS::SQS::Queue": (
+        {
+            "VisibilityTimeout",
+            "MessageRetentionPeriod",
+            "DelaySeconds",
+            "ReceiveMessageWaitTimeSeconds",
+            "RedrivePolicy",
+        },
+        {"SqsManagedSseEnabled", "KmsMasterKeyId", "Tags"},
+    ),
+    "AWS::Events::Rule": ({"EventPattern", "Targets", "EventBusName"}, {"Description", "State", "Name"}),
+    "AWS::Serverless::StateMachine": (
+        {"DefinitionUri", "Definition", "DefinitionSubstitutions", "Type"},
+        {"Logging", "Policies", "Role", "Tags", "Tracing", "Name"},
+    ),
+    "AWS::StepFunctions::StateMachine": (
+        {"DefinitionString", "Definition", "DefinitionSubstitutions", "StateMachineType"},
+        {"LoggingConfiguration", "RoleArn", "Tags", "TracingConfiguration", "StateMachineName"},
+    ),
+    "AWS::Serverless::Api": (
+        {"BinaryMediaTypes", "StageName"},
+        {
+            "AccessLogSetting",
+            "Description",
+            "EndpointConfiguration",
+            "GatewayResponses",
+            "MethodSettings",
+            "Name",
+            "OpenApiVersion",
+            "TracingEnabled",
+            "Tags",
+        },
+    ),
+    # The functions run on the project's own environment, which holds what every layer ships.
+    "AWS::Serverless::LayerVersion": (
+        set(),
+        {
+            "ContentUri",
+            "CompatibleArchitectures",
+            "CompatibleRuntimes",
+            "Description",
+            "LayerName",
+            "RetentionPolicy",
+            "LicenseInfo",
+        },
+    ),
+}
+# Resource types the stack has no use for on one machine, each for its reason.
+LEFT_TO_AWS = {
+    "AWS::CloudWatch::Alarm": "alarms watch metrics, which the stack does not publish",
+    "AWS::SNS::Topic": "the alarms' topic",
+    "AWS::SNS::Subscription": "the alarms' subscriptions",
+    "AWS::Logs::LogGroup": "functions log to the console or --log-file",
+    "AWS::IAM::ManagedPolicy": "permissions: every function may call every local service",
+    "AWS::IAM::Policy": "permissions",
+    "AWS::IAM::RolePolicy": "permissions",
+    "AWS::IAM::Role": "permissions",
+    "AWS::S3::BucketPolicy": "permissions",
+    "AWS::SQS::QueuePolicy": "permissions",
+    "AWS::ApiGateway::Account": "API Gateway's logging role",
+    "AWS::SecretsManager::Secret": "secrets: the local providers read keys from the environment",
+    "AWS::CloudFormation::WaitConditionHandle": "a placeholder for CloudFormation",
+}
+# Each event type of a function the stack delivers: the properties it reads, then those it leaves to AWS.
+EVENTS: dict[str, tuple[set[str], set[str]]] = {
+    "Api": ({"Method", "Path"}, {"RestApiId"}),
+    "EventBridgeRule": ({"Pattern"}, {"DeadLetterConfig", "RetryPolicy", "EventBusName", "RuleName", "Target"}),
+    "SQS": ({"Queue", "BatchSize", "FunctionResponseTypes"}, {"Enabled", "MaximumBatchingWindowInSeconds"}),
+}
+
+
+def check_supported(resources: dict[str, dict[str, Any]], globals_: dict[str, Any]) -> None:
+    """UnsupportedTemplateError naming the first resource type, property or event the stack neither builds nor
+    knowingly leaves to AWS: a template that grows one must say here what the stack does with it."""
+    for key in globals_.get("Function") or {}:
+        _check_property("Globals Function", "AWS::Serverless::Function", key)
+    for logical_id, resource in resources.items():
+        kind = resource.get("Type")
+        if kind in LEFT_TO_AWS:
+            continue
+        if kind not in BUILT:
+            raise UnsupportedTemplateError(
+                f"resource '{logical_id}': type {kind} is not supported by the embedded stack (canvas_local/"
+                "template.py: BUILT says what it builds of a type, LEFT_TO_AWS what it has no use for)"
+            )
+        properties = resource.get("Properties") or {}
+        for key in properties:
+            _check_property(f"resource '{logical_id}'", kind, key)
+        if kind == "AWS::Serverless::Function":
+            for name, event in (properties.get("Events") or {}).items():
+                _check_event(logical_id, name, event)
+
+
+def _check_property(where: str, kind: str, key: str) -> None:
+    reads, left = BUILT[kind]
+    if key not in reads and key not in left:
+        raise UnsupportedTemplateError(
+            f"{where}: property {key} of {kind} is not supported by the embedded stack (canvas_local/template.py: "
+            "BUILT lists the properties it reads and those it leaves to AWS)"
+        )
+
+
+def _check_event(logical_id: str, name: str, event: dict[str, Any]) -> None:
+    kind = event.get("Type")
+    if kind not in EVENTS:
+        raise UnsupportedTemplateError(
+            f"resource '{logical_id}': event '{name}' of type {kind} is not supported by the embedded stack "
+            "(canvas_local/template.py: EVENTS)"
+        )
+    reads, left = EVENTS[kind]
+    for key in event.get("Properties") or {}:
+        if key not in reads and key not in left:
+            raise UnsupportedTemplateError(
+                f"resource '{logical_id}': property {key} of its {kind} event '{name}' is not supported by the "
+                "embedded stack (canvas_local/template.py: EVENTS)"
+            )
+
+
 # ---------------------------------------------------------------- the template
 
 
@@ -442,6 +597,7 @@ class Template:
                 self.resources[logical_id] = resource
             else:
                 self.left_out[logical_id] = condition
+        check_supported(self.resources, self.globals)
 
     def of_type(self, *types: str) -> dict[str, dict[str, Any]]:
         return {lid: res for lid, res in self.resources.items() if res.get("Type") in types}

@@ -73,9 +73,11 @@ Resources:
         Get:
           Type: Api
           Properties: {RestApiId: !Ref Api, Method: get, Path: "/v1/run/{run_id}"}
-        Ignored:
-          Type: Schedule
-          Properties: {Schedule: rate(1 hour)}
+        Queued:
+          Type: SQS
+          Properties: {Queue: !GetAtt Jobs.Arn, BatchSize: 5}
+  Jobs:
+    Type: AWS::SQS::Queue
   SecondFunction:
     Type: AWS::Serverless::Function
     Properties:
@@ -198,7 +200,7 @@ def test_a_placeholder_without_substitution_is_an_error(template_dir):
 
 
 def test_functions_carry_settings_routes_and_the_api_settings(template):
-    # Given functions with Globals and their own settings, one with an Api and a Schedule event
+    # Given functions with Globals and their own settings, one with an Api and an SQS event
     # When the functions are read
     first, second = template.functions()
 

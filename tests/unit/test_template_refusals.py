@@ -222,3 +222,58 @@ def test_template_yaml_reads_without_a_refusal_with_its_defaults():
     # Then nothing is refused, and the resources its conditions leave out by default are left out
     assert functions
     assert {"OpenAIApiKeySecret", "AlarmEmailSubscription"} <= set(template.left_out)
+
+
+# ---- resource types, properties and events the stack neither builds nor knowingly leaves to AWS
+
+
+@pytest.mark.parametrize(
+    "resource, refused",
+    [
+        ("  Cluster:\n    Type: AWS::ECS::Cluster\n", "resource 'Cluster': type AWS::ECS::Cluster"),
+        (
+            "  Jobs:\n    Type: AWS::SQS::Queue\n    Properties: {FifoQueue: true}\n",
+            "resource 'Jobs': property FifoQueue of AWS::SQS::Queue",
+        ),
+        (
+            "  Worker:\n    Type: AWS::Serverless::Function\n    Properties:\n      CodeUri: f/\n"
+            "      Events:\n        Hourly:\n          Type: Schedule\n"
+            "          Properties: {Schedule: rate(1 hour)}\n",
+            "resource 'Worker': event 'Hourly' of type Schedule",
+        ),
+        (
+            "  Worker:\n    Type: AWS::Serverless::Function\n    Properties:\n      CodeUri: f/\n"
+            "      Events:\n        Get:\n          Type: Api\n"
+            "          Properties: {Method: get, Path: /x, Auth: {ApiKeyRequired: true}}\n",
+            "resource 'Worker': property Auth of its Api event 'Get'",
+        ),
+        (
+            "  Worker:\n    Type: AWS::Serverless::Function\n    Properties:\n      CodeUri: f/\n"
+            "      SnapStart: {ApplyOn: PublishedVersions}\n",
+            "resource 'Worker': property SnapStart of AWS::Serverless::Function",
+        ),
+    ],
+)
+def test_what_the_stack_neither_builds_nor_leaves_to_aws_is_refused_by_name(tmp_path, resource, refused):
+    # Given a template with a construct the stack has not been told what to do with
+    # When it is read, Then it is refused, naming the resource and the construct
+    with pytest.raises(UnsupportedTemplateError, match=refused):
+        template_of(tmp_path, "Resources:\n" + resource)
+
+
+def test_a_global_function_property_the_stack_does_not_know_is_refused(tmp_path):
+    text = "Globals:\n  Function:\n    Runtime: python3.13\n    FileSystemConfigs: []\nResources: {}\n"
+    with pytest.raises(UnsupportedTemplateError, match="Globals Function: property FileSystemConfigs"):
+        template_of(tmp_path, text)
+
+
+def test_what_is_left_to_aws_is_read_without_complaint(tmp_path):
+    # Given alarms, permissions and logs, which the stack has no use for on one machine, and properties it leaves to AWS
+    text = (
+        "Resources:\n"
+        "  Topic:\n    Type: AWS::SNS::Topic\n"
+        "  Logs:\n    Type: AWS::Logs::LogGroup\n    Properties: {RetentionInDays: 7}\n"
+        "  Jobs:\n    Type: AWS::SQS::Queue\n    Properties: {SqsManagedSseEnabled: true, VisibilityTimeout: 30}\n"
+    )
+    # Then the template is read
+    assert sorted(template_of(tmp_path, text).resources) == ["Jobs", "Logs", "Topic"]
