@@ -12,10 +12,11 @@ from canvas_core.api.forms import FormBody
 from canvas_core.models.api import CreateRunResponse
 from canvas_core.observability import correlation_paths, logger, metrics, tracer
 from canvas_core.reruns import rerun_block_once
-from canvas_core.settings import StateMachineSettings
+from canvas_core.settings import GatherSettings, ProviderSettings, StateMachineSettings
 from canvas_core.validation import MAX_RERUN_BODY_BYTES, RerunBlockForm
 
-app = create_app(StateMachineSettings)
+# It estimates what a re-run will spend: the providers' and the research budgets' settings are read at its start too.
+app = create_app(StateMachineSettings, ProviderSettings, GatherSettings)
 
 
 @app.post(

@@ -20,7 +20,7 @@ from canvas_core.errors import ServiceError
 from canvas_core.mcp.backend import CanvasBackend
 from canvas_core.mcp.tools import create_server
 from canvas_core.observability import logger
-from canvas_core.settings import StateMachineSettings, api_settings, load
+from canvas_core.settings import GatherSettings, ProviderSettings, StateMachineSettings, api_settings, load
 
 # API Gateway ends a request after 29 s: a wait answers before that, and the client waits again.
 MAX_WAIT_SECONDS = 20.0
@@ -34,7 +34,8 @@ def create_remote_server() -> MCPServer:
     """The function's MCP server, built once per container; each request's tools act for the caller it authenticated.
     Its settings are read here, when the function starts (those of create_run, which its tools include)."""
     api_settings()
-    load(StateMachineSettings)
+    for model in (StateMachineSettings, ProviderSettings, GatherSettings):
+        load(model)
     return create_server(_caller.get, max_wait_seconds=MAX_WAIT_SECONDS)
 
 

@@ -46,7 +46,13 @@ from canvas_core.portal.viewer import CanvasView, canvas_view
 from canvas_core.reruns import rerun_block
 from canvas_core.reviews import approve_run, cancel_run
 from canvas_core.runs import get_run_status, list_runs
-from canvas_core.settings import StateMachineSettings, WebhookQueueSettings, api_settings
+from canvas_core.settings import (
+    GatherSettings,
+    ProviderSettings,
+    StateMachineSettings,
+    WebhookQueueSettings,
+    api_settings,
+)
 from canvas_core.validation import RerunBlockForm
 
 
@@ -70,7 +76,8 @@ class CreateEndpointRequest(Model):
 
 
 def create_portal_app() -> APIGatewayRestResolver:
-    app = create_app(WebhookQueueSettings, StateMachineSettings)  # the portal queues pings and starts re-runs
+    # The portal queues pings and starts re-runs, whose spend it estimates.
+    app = create_app(WebhookQueueSettings, StateMachineSettings, ProviderSettings, GatherSettings)
 
     # Powertools leaves exception_handler's return unannotated; the handler keeps its own signature.
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
