@@ -138,8 +138,8 @@ _.uninstall_caches
 _.handler_attributes
 
 # Used only by the tests.
-_.put_run  # adapters/store.py: the tests seed runs with it
-_.put_canvas  # adapters/store.py: the tests seed canvases with it
+_.put_run  # adapters/store/runs.py: the tests seed runs with it
+_.put_canvas  # adapters/store/canvases.py: the tests seed canvases with it
 _.unique_path  # canvas_local/client/downloads.py: only its unit test calls it
 _.recording  # canvas_local/iam_calls.py: the e2e tier records the functions' AWS calls with it
 _.read_calls  # canvas_local/iam_calls.py: and reads those a `canvas serve` it started recorded

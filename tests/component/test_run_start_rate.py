@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from canvas_core import clock, settings
-from canvas_core.adapters import store as store_module
 from canvas_core.adapters.store import START_WINDOW_MS, Store
+from canvas_core.adapters.store import runs as runs_table
 from canvas_core.errors import TooManyRunStartsError
 from canvas_core.models.items import CanvasItem, RunItem
 from tests.support import body_of, header, load_event
@@ -31,7 +31,7 @@ def cancel(function, context, api_key: str, run_id: str) -> dict:
 def minute(monkeypatch) -> list[int]:
     """The clock of the functions, set to 12 s into a minute; tests move it with `minute[0] += ms`."""
     now = [1_790_000_000_000 // START_WINDOW_MS * START_WINDOW_MS + 12_000]
-    for module in (clock, store_module):
+    for module in (clock, runs_table):
         monkeypatch.setattr(module, "now_ms", lambda: now[0])
     return now
 
