@@ -1,5 +1,7 @@
 """The developer portal (/portal) and the canvas viewer (/runs/{run_id}): pages, files and the pages' JSON."""
 
+from typing import Any
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.api import handle
@@ -13,5 +15,5 @@ app = create_portal_app()
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return with_security_headers(handle(app, event, context))

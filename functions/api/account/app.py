@@ -1,5 +1,7 @@
 """GET /v1/account: the caller's credits, this month's usage and limits (an extension of the contract)."""
 
+from typing import Any
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.accounts import get_account
@@ -23,5 +25,5 @@ def get_caller_account() -> SuccessBody[AccountView]:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle(app, event, context)

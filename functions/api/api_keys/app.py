@@ -1,6 +1,6 @@
 """/v1/api_keys: the caller's account's keys; create one (shown once), revoke one (an extension of the contract)."""
 
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler.openapi.params import Path
@@ -49,5 +49,5 @@ def delete_api_key(
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle(app, event, context)

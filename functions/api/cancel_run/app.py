@@ -1,7 +1,7 @@
 """POST /v1/run/{run_id}/cancel: end a running run, waiting for approval or executing; blocks not started never
 start and are not charged (an extension of the contract, docs/api.md)."""
 
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler.openapi.params import Path
@@ -36,5 +36,5 @@ def post_cancel(
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle(app, event, context)

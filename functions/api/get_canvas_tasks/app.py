@@ -1,6 +1,6 @@
 """GET /v1/canvas/{canvas_id}/tasks: the task tree, split into completed and not completed."""
 
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler.openapi.params import Path
@@ -27,5 +27,5 @@ def get_tasks(canvas_id: Annotated[UUID, Path(description="The run's canvas_id")
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle(app, event, context)

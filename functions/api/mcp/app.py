@@ -1,5 +1,7 @@
 """POST /mcp: the service's tools for agents, over MCP's Streamable HTTP transport (stateless, JSON responses)."""
 
+from typing import Any
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.mcp.domain import DomainBackend
@@ -12,5 +14,5 @@ server = create_remote_server()
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return answer(server, event, DomainBackend)

@@ -1,7 +1,7 @@
 """POST /v1/canvas/{canvas_id}/blocks/{block_id}/rerun: a new run of a copy of the canvas, where the block runs again
 with new instructions, and what depends on it too (an extension of the contract, docs/api.md)."""
 
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
@@ -49,5 +49,5 @@ def post_rerun(
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle(app, event, context)

@@ -1,7 +1,7 @@
 """/v1/webhook_endpoints: the caller's webhook endpoints and their deliveries (an extension of the contract,
 docs/webhooks.md)."""
 
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
@@ -98,5 +98,5 @@ def get_deliveries(
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return handle(app, event, context)

@@ -1,5 +1,7 @@
 """Finalize Run: write the final output, status, credits and errors once every block has ended."""
 
+from typing import Any
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, metrics, tracer
@@ -12,5 +14,5 @@ orchestration_settings()  # read when the function starts: a bad setting fails i
 @logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return finalize_run(event["run_id"])

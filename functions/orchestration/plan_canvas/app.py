@@ -2,6 +2,8 @@
 Approval, for a run created with `review=true`: the same step invoked with its task token parks the run with its plan
 until it is approved or cancelled."""
 
+from typing import Any
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, metrics, tracer
@@ -16,7 +18,7 @@ orchestration_settings()  # read when the function starts: a bad setting fails i
 @logger.inject_lambda_context(correlation_id_path=f"execution.{EXECUTION_CORRELATION_ID}", clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     execution = event.get("execution", event)
     functions = parse_block_functions(event.get("block_functions"))
     # The API request's id travels on through every task of the execution (the state machine passes it along).

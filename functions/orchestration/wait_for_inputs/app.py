@@ -1,5 +1,7 @@
 """Wait For Inputs: park a block's iteration (its task token) until all of its input blocks have ended."""
 
+from typing import Any
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from canvas_core.dataflow import register_wait
@@ -12,5 +14,5 @@ orchestration_settings()  # read when the function starts: a bad setting fails i
 @logger.inject_lambda_context(correlation_id_path=EXECUTION_CORRELATION_ID, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return register_wait(event["canvas_id"], event["block_id"], event["task_token"])
