@@ -1,17 +1,21 @@
 """A block type is declared in one line of each of its places (docs/block-types.md, "Adding a block type"): its
-member of BlockType, its module in canvas_core/blocks, its folder in functions/blocks, its line in the template's
-BlockFunctions mapping, its name in Fn::ForEach::BlockFunctions and its entry in the state machine's block type ->
-function map. These tests fail, naming the place, when one of them is missing or disagrees."""
+member of BlockType and its entry in BLOCK_CATALOG (canvas_core/models/catalog.py, which the planner's catalogue,
+personas and estimates read), its module in canvas_core/blocks, its folder in functions/blocks, its line in the
+template's BlockFunctions mapping, its name in Fn::ForEach::BlockFunctions, its entry in the state machine's block
+type -> function map, and its row in docs/block-types.md. These tests fail, naming the place, when one of them is
+missing or disagrees."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from canvas_core.models.catalog import BlockType
+from canvas_core.agents.personas import PERSONAS
+from canvas_core.models.catalog import BLOCK_CATALOG, BlockType
 from canvas_local.template import load_yaml
 
 pytestmark = pytest.mark.unit
@@ -19,6 +23,7 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT = load_yaml(ROOT / "template.yaml")
 MAPPING: dict[str, dict[str, str]] = DOCUMENT["Mappings"]["BlockFunctions"]
+DOCS = (ROOT / "docs" / "block-types.md").read_text(encoding="utf-8")
 
 
 def name_of(block_type: str) -> str:
@@ -82,6 +87,21 @@ def test_a_block_type_has_its_line_its_folder_and_its_module(block_type: str) ->
     assert app.is_file(), f"{app.relative_to(ROOT)} is missing"
     assert f'make_block_handler("{block_type}")' in app.read_text(encoding="utf-8"), f"{app} runs another type"
     assert module_of(block_type).is_file(), f"{module_of(block_type).relative_to(ROOT)} is missing"
+    # And its entry in the block catalogue, which the planner's catalogue, personas and estimates read
+    spec = BLOCK_CATALOG.get(BlockType(block_type))
+    assert spec is not None, f"{block_type} has no entry in BLOCK_CATALOG (canvas_core/models/catalog.py)"
+    assert spec.persona in PERSONAS, f"{block_type}: its catalogue entry names no persona there is ({spec.persona})"
+    assert (spec.title is None) == (spec.duty is None), f"{block_type}: a deliverable has a title and a duty"
+    # And its row in docs/block-types.md's table of types, made from the catalogue
+    assert f"| `{block_type}` |" in DOCS, f"docs/block-types.md's table has no row for {block_type}"
+
+
+def test_the_docs_table_of_block_types_is_the_catalogues() -> None:
+    spec = importlib.util.spec_from_file_location("generate_block_table", ROOT / "scripts/generate_block_table.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.rendered(DOCS) == DOCS, "docs/block-types.md is out of date: run scripts/generate_block_table.py"
 
 
 def test_every_block_folder_belongs_to_a_block_type() -> None:

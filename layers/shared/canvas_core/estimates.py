@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from canvas_core.models.catalog import BlockType
+from canvas_core.models.catalog import BLOCK_CATALOG, BlockType
 
 if TYPE_CHECKING:
     from canvas_core.agents.schema import PlanStep
@@ -24,25 +24,8 @@ PLAN_MS = 30_000
 FINALIZE_MS = 5_000
 PER_FILE_MS = 20_000
 PER_BLOCK_OVERHEAD_MS = 5_000
-BLOCK_MS: dict[BlockType, int] = {
-    B.FILE: 20_000,
-    B.IMAGE: 60_000,
-    B.WEB: 20_000,
-    B.YT: 30_000,
-    B.WEB_RESEARCH: 180_000,
-    B.DEEP_RESEARCH: 600_000,
-    B.PROMPT: 45_000,
-    B.TABLE: 60_000,
-    B.LIST: 30_000,
-    B.TEXT: 60_000,
-    B.DOCUMENT: 120_000,
-    B.PRESENTATION: 150_000,
-    B.MEMO: 90_000,
-    B.EXCEL: 90_000,
-    B.APP: 180_000,
-    B.PROTOTYPE: 180_000,
-    B.LANDING_PAGE: 150_000,
-}
+# Each block type's typical time, from the block catalogue (models/catalog.py).
+BLOCK_MS: dict[BlockType, int] = {kind: spec.typical_ms for kind, spec in BLOCK_CATALOG.items()}
 
 
 @lru_cache(maxsize=256)
@@ -71,23 +54,7 @@ def estimate_credits(template: str, blocks: list[str] | None, file_count: int) -
 # as the gathering settings let it (`_gathered`); every block that writes a file writes one (an image-block that
 # describes an upload writes none: `estimate_block_credits(uploaded=True)`).
 TYPICAL_BLOCK_USAGE: dict[BlockType, tuple[int, int, int, int, int]] = {
-    B.FILE: (6_000, 1_000, 0, 0, 0),
-    B.IMAGE: (1_500, 500, 0, 0, 1),
-    B.WEB: (6_000, 1_000, 0, 1, 0),
-    B.YT: (8_000, 1_000, 0, 1, 0),
-    B.WEB_RESEARCH: (20_000, 2_000, 3, 8, 0),
-    B.DEEP_RESEARCH: (60_000, 6_000, 8, 24, 0),
-    B.PROMPT: (3_000, 1_500, 0, 0, 0),
-    B.TABLE: (4_000, 2_000, 0, 0, 0),
-    B.LIST: (3_000, 1_000, 0, 0, 0),
-    B.TEXT: (4_000, 3_000, 0, 0, 0),
-    B.DOCUMENT: (8_000, 4_000, 0, 0, 1),
-    B.PRESENTATION: (8_000, 4_000, 0, 0, 1),
-    B.MEMO: (6_000, 3_000, 0, 0, 1),
-    B.EXCEL: (6_000, 3_000, 0, 0, 1),
-    B.APP: (8_000, 4_000, 0, 0, 1),
-    B.PROTOTYPE: (8_000, 4_000, 0, 0, 1),
-    B.LANDING_PAGE: (8_000, 4_000, 0, 0, 1),
+    kind: spec.usage for kind, spec in BLOCK_CATALOG.items()
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from canvas_core.models.catalog import BlockType
+from canvas_core.models.catalog import BLOCK_CATALOG, BlockType
 
 
 @dataclass(frozen=True)
@@ -50,25 +50,8 @@ PERSONAS: dict[str, Persona] = {
     )
 }
 
-BLOCK_PERSONAS: dict[BlockType, str] = {
-    BlockType.PROMPT: "Analyst",
-    BlockType.WEB: "Researcher",
-    BlockType.WEB_RESEARCH: "Researcher",
-    BlockType.DEEP_RESEARCH: "Researcher",
-    BlockType.YT: "Researcher",
-    BlockType.FILE: "Librarian",
-    BlockType.TABLE: "Analyst",
-    BlockType.LIST: "Analyst",
-    BlockType.EXCEL: "Analyst",
-    BlockType.IMAGE: "Designer",
-    BlockType.APP: "Engineer",
-    BlockType.PROTOTYPE: "Engineer",
-    BlockType.LANDING_PAGE: "Designer",
-    BlockType.PRESENTATION: "Designer",
-    BlockType.DOCUMENT: "Writer",
-    BlockType.MEMO: "Writer",
-    BlockType.TEXT: "Writer",
-}
+# Who runs each block type: its entry in the block catalogue (models/catalog.py).
+BLOCK_PERSONAS: dict[BlockType, str] = {kind: spec.persona for kind, spec in BLOCK_CATALOG.items()}
 
 
 def persona_for(block_type: BlockType | str) -> str:
