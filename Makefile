@@ -41,7 +41,7 @@ help:
 	@echo "                        (make run installs only what running needs: the project and moto)"
 	@echo "make run [ARGS=...]     start the embedded stack (canvas serve)"
 	@echo "make test               lint, unit, component, statemachine, e2e tests, infra-check"
-	@echo "make lint | format      ruff, import-linter's layers, vulture and mypy | apply ruff fixes and formatting"
+	@echo "make lint | format      ruff, import-linter's layers, vulture and mypy --strict | apply ruff fixes and formatting"
 	@echo "make test-<tier>        one tier: unit, component, statemachine, e2e"
 	@echo "make infra-check        cfn-lint, sam validate --lint, check_asl.py, the locks, checkov"
 	@echo "make build              sam build (no container), then bytecode for everything built"
@@ -154,6 +154,8 @@ lint-imports: setup
 vulture: setup
 	$(BIN)/vulture
 
+# mypy --strict on canvas_core, canvas_local and every function's handler: [tool.mypy] in pyproject.toml says which
+# files, and the few per-module exceptions with their reasons.
 typecheck: setup
 	$(BIN)/mypy
 

@@ -36,7 +36,7 @@ class AdminError(Exception):
     """A refusal the operator can act on: printed as one line, exit 1."""
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     account = _command(commands, "create-account", "create an account with a starting grant and its first key")
     account.add_argument("--credits", type=_non_negative, default=None, help="starting credits (default 5000)")
     account.set_defaults(admin_command=create_account)
@@ -67,7 +67,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     revoke.set_defaults(admin_command=revoke_key)
 
 
-def _command(commands: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse.ArgumentParser:
     parser = commands.add_parser(name, help=help_text, description=help_text)
     target = parser.add_argument_group("which deployment")
     target.add_argument("--stack-name", help="a deployed stack: its tables are read from its outputs")

@@ -12,7 +12,7 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
@@ -304,7 +304,8 @@ def serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "client_command"):
-        return args.client_command(args)
+        client_command: Callable[[argparse.Namespace], int] = args.client_command
+        return client_command(args)
     if hasattr(args, "admin_command"):
         return admin.run(args)
     # moto's server and the AWS clients log every call the handlers make; the front door's log says what

@@ -83,7 +83,7 @@ class ExecutionWatcher:
         sfn: Any,
         state_machine_arns: list[str],
         rules: list[EventRule],
-        deliver: Callable[[str, dict[str, Any]], None],
+        deliver: Callable[[str, dict[str, Any]], object],
         after_each: Callable[[], None] | None = None,
         on_ended: Callable[[dict[str, Any]], None] | None = None,
     ):

@@ -24,7 +24,7 @@ from waitress.receiver import ChunkedReceiver
 from waitress.rfc7230 import HEADER_FIELD_RE
 from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher, WSGITask
-from waitress.utilities import RequestEntityTooLarge
+from waitress.utilities import Error, RequestEntityTooLarge
 
 from canvas_local import priority
 from canvas_local.lambda_runtime import ACCOUNT_ID, FunctionError, LocalFunction, Throttled
@@ -460,6 +460,8 @@ class _Parser(HTTPRequestParser):
     """waitress's request parser, remembering when the request's first byte came and its headers as sent (waitress
     upper-cases names and joins repeated headers, which multiValueHeaders must keep apart)."""
 
+    body_rcv: Any  # waitress's reader of the body: a ChunkedReceiver, a FixedStreamReceiver or None
+
     def __init__(self, adj: Adjustments):
         super().__init__(adj)
         self.started = time.monotonic()
@@ -485,6 +487,8 @@ class _ChunkedReceiver(ChunkedReceiver):
     """waitress's reader of a chunked body, refusing a chunk whose size takes the body to the limit as soon as the
     size is read: waitress counts a chunk's bytes as they arrive, so a size like `ffffffffffffffffff` kept the
     connection waiting for the request deadline (408) instead of being answered 413."""
+
+    error: Error | None
 
     def __init__(self, buf: Any, max_body: int):
         super().__init__(buf)
@@ -530,6 +534,7 @@ def _error_message(status: int, detail: str) -> str:
 
 
 class _Channel(HTTPChannel):
+    request: _Parser | None  # the request being read, by parser_class
     parser_class = _Parser
     task_class = _Task
     error_task_class = _ErrorTask

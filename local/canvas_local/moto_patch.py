@@ -85,7 +85,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -214,7 +214,7 @@ def lambdas_in_process(resolve: FunctionResolver) -> Iterator[None]:
         uninstall(resolve)
 
 
-def _invoke_in_process(parameters: dict, region: str, state_credentials: Any) -> dict:
+def _invoke_in_process(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
     """Same contract as the seam it replaces: an Invoke response with `Payload` already parsed."""
     name = function_name_of(parameters["FunctionName"])
     function = _resolve(name)
@@ -286,7 +286,7 @@ def reset_backends(endpoint_url: str, credentials: Credentials | None = None) ->
     _moto_api(endpoint_url, "reset", None, credentials)
 
 
-def _moto_api(endpoint_url: str, action: str, body: dict | None, credentials: Credentials | None) -> None:
+def _moto_api(endpoint_url: str, action: str, body: dict[str, Any] | None, credentials: Credentials | None) -> None:
     url = f"{endpoint_url}/moto-api/{action}"
     data = json.dumps(body).encode("utf-8")
     headers = {"Content-Type": "application/json"}
@@ -321,7 +321,7 @@ def _before_task(
     self: sfn_state_task_service.StateTaskService,
     env: SfnEnvironment,
     resource_runtime_part: Any,
-    raw_parameters: dict,
+    raw_parameters: dict[str, Any],
     state_credentials: Any,
 ) -> None:
     """The input a task sends (its Parameters evaluated) checked against the quota moto checks its result with."""
@@ -331,14 +331,18 @@ def _before_task(
             env=env,
             error_name=StatesErrorName(typ=DATA_LIMIT_EXCEEDED),
             event_type=HistoryEventType.TaskFailed,
-            event_details=EventDetails(
-                taskFailedEventDetails=TaskFailedEventDetails(
-                    error=DATA_LIMIT_EXCEEDED.to_name(),
-                    cause=f"The state/task '{resource_type}' has an input with a size exceeding the maximum number "
-                    "of bytes service limit.",
-                    resourceType=resource_type,
-                    resource=self._get_sfn_resource(),
-                )
+            # moto declares EventDetails with every key required; an event, moto's own included, has one
+            event_details=cast(
+                EventDetails,
+                {
+                    "taskFailedEventDetails": TaskFailedEventDetails(
+                        error=DATA_LIMIT_EXCEEDED.to_name(),
+                        cause=f"The state/task '{resource_type}' has an input with a size exceeding the maximum "
+                        "number of bytes service limit.",
+                        resourceType=resource_type,
+                        resource=self._get_sfn_resource(),
+                    )
+                },
             ),
         )
         raise FailureEventException(failure_event=failure)
@@ -402,12 +406,12 @@ _applied_tokens: dict[str, tuple[str, float]] = {}
 
 
 def install_item_level_transactions() -> None:
-    DynamoDBBackend.transact_write_items = _transact_write_items
+    DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
     install_transaction_tokens()
 
 
 def uninstall_item_level_transactions() -> None:
-    DynamoDBBackend.transact_write_items = _ORIGINAL_TRANSACT
+    DynamoDBBackend.transact_write_items = _ORIGINAL_TRANSACT  # type: ignore[method-assign]
     uninstall_transaction_tokens()
 
 
@@ -1096,7 +1100,8 @@ def forget_ended_executions(keep: int, account_id: str, region: str) -> int:
     dropped = 0
     with _service_locks["stepfunctions"]:
         for machine in backend.state_machines:
-            executions: list[Execution] = machine.executions
+            # moto types a machine's executions as its older backend's; the parser backend's machines hold its own
+            executions = cast(list[Execution], machine.executions)
             ended = [e for e in executions if e.exec_status != ExecutionStatus.RUNNING]
             if len(ended) <= keep:
                 continue
@@ -1118,14 +1123,14 @@ def install_untracked_models() -> None:
     (a copy per write, its old versions, a transaction's rollback copies), S3 key and SQS message stays in memory
     for the life of the process, stored or not: most of what a run left behind. Objects are made untracked
     instead, and live as long as the backend holds them. Process-wide and idempotent."""
-    BaseModel.__new__ = staticmethod(_untracked_new)  # type: ignore[assignment]
+    BaseModel.__new__ = staticmethod(_untracked_new)  # type: ignore[method-assign]
 
 
 def uninstall_untracked_models() -> None:
-    BaseModel.__new__ = _ORIGINAL_MODEL_NEW  # type: ignore[assignment]
+    BaseModel.__new__ = _ORIGINAL_MODEL_NEW  # type: ignore[method-assign]
 
 
-def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+def _untracked_new(cls: type[BaseModel], *args: Any, **kwargs: Any) -> Any:
     return super(BaseModel, cls).__new__(cls)  # what moto's makes, without the append
 
 
@@ -1453,7 +1458,7 @@ _condition_parses: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
 def _parse_condition(self: ConditionExpressionParser) -> Any:
-    expression = self.condition_expression
+    expression: Any = self.condition_expression  # text, or what the except below hands to moto's own parse
     names, values = self.expression_attribute_names, self.expression_attribute_values
     try:
         key = (
@@ -1505,7 +1510,7 @@ _JSON_ATOMS = frozenset({str, int, float, bool, type(None)})
 _plain_classes: dict[type, bool] = {}
 
 
-def _is_plain_class(kind: type) -> bool:
+def _is_plain_class(kind: type[object]) -> bool:
     plain = _plain_classes.get(kind)
     if plain is None:
         plain = _plain_classes[kind] = (
@@ -1655,7 +1660,7 @@ def _copy_item(self: Item, memo: dict[int, Any]) -> Item:
     moto's `DynamoType.__deepcopy__` copies it but without going through `copy.deepcopy` for every one of them."""
     if id(self) in memo:
         return memo[id(self)]  # type: ignore[no-any-return]
-    result = self.__class__.__new__(self.__class__)
+    result = cast(Item, self.__class__.__new__(self.__class__))  # moto's BaseModel.__new__ says BaseModel
     memo[id(self)] = result
     result.hash_key = _copy_value(self.hash_key, memo)
     result.range_key = _copy_value(self.range_key, memo)

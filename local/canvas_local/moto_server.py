@@ -117,8 +117,8 @@ class CallerCheck:
             body = json.dumps({"__type": "UnrecognizedClientException", "message": message}).encode()
             content_type = "application/x-amz-json-1.0"
         else:
-            body = f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code><Message>{message}</Message>"
-            body = (body + "</Error>").encode()
+            xml = f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code><Message>{message}</Message>"
+            body = (xml + "</Error>").encode()
             content_type = "application/xml"
         start_response("403 Forbidden", [("Content-Type", content_type), ("Content-Length", str(len(body)))])
         return [body]
@@ -158,6 +158,8 @@ class MotoServer:
         self._in_process.faults = faults
 
     def stop_serving_in_process(self, session: Any) -> None:
+        if self._in_process is None:
+            raise RuntimeError("moto's server is not started")
         session.events.unregister("creating-client-class", self._in_process.add_client_class)
         session.events.unregister("before-send", self._in_process)
         if session in self._sessions:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from canvas_local.lambda_runtime import ACCOUNT_ID, REGION, LocalFunction
 from canvas_local.template import Template, TemplateError
@@ -121,7 +121,7 @@ class TemplateQueues:
         """The logical id of a queue named by `!GetAtt Queue.Arn` (the form the embedded stack reads); None for
         anything else."""
         if isinstance(value, dict) and "Fn::GetAtt" in value:
-            lid, attribute = value["Fn::GetAtt"]
+            lid, attribute = cast("list[str]", value["Fn::GetAtt"])
             if attribute == "Arn" and self.template.resources.get(lid, {}).get("Type") == "AWS::SQS::Queue":
                 return lid
         return None
@@ -219,9 +219,10 @@ class QueuePollers:
 
     @staticmethod
     def _receive(sqs: Any, url: str, source: QueueSource) -> list[dict[str, Any]]:
-        return sqs.receive_message(
+        messages: list[dict[str, Any]] = sqs.receive_message(
             QueueUrl=url, MaxNumberOfMessages=min(10, source.batch_size), WaitTimeSeconds=0, AttributeNames=["All"]
         ).get("Messages", [])
+        return messages
 
     def handle(self, sqs: Any, url: str, source: QueueSource, messages: list[dict[str, Any]]) -> None:
         """Invoke the function with the batch and delete the messages it did not report as failed (all of them

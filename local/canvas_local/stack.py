@@ -36,7 +36,7 @@ from canvas_local.moto_server import MotoServer
 from canvas_local.queues import QueuePollers
 from canvas_local.retention import RetentionSweeper, expiration_rules
 from canvas_local.state_dir import StateDir, runs_left_running
-from canvas_local.template import FunctionSpec, Template, TemplateError, bucket_name
+from canvas_local.template import FunctionSpec, StateMachineSpec, Template, TemplateError, bucket_name
 
 LOG = logging.getLogger(__name__)
 
@@ -221,7 +221,7 @@ class LocalStack:
         moto_patch.on_execution_end(on_end)
         try:
             while True:
-                described = sfn.describe_execution(executionArn=execution_arn)
+                described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
                 if described["status"] != "RUNNING":
                     return described
                 if time.monotonic() > deadline:
@@ -514,7 +514,7 @@ class LocalStack:
         self._applied_environ = {}
         _forget_cached_clients()
 
-    def _provision(self, state_machines: list) -> None:
+    def _provision(self, state_machines: list[StateMachineSpec]) -> None:
         dynamodb, s3, sfn = self.client("dynamodb"), self.client("s3"), self.client("stepfunctions")
         for table in self.template.tables():
             dynamodb.create_table(**table.create_table)

@@ -260,8 +260,8 @@ class StateDir:
                     LOG.warning("state dir: table %s is gone from the stack; its items are not restored", table)
                     report.skipped.append(table)
                     continue
-                rows = self._db.execute("SELECT item FROM items WHERE tbl = ?", (table,))
-                report.items += _write_items(dynamodb, table, (json.loads(item) for (item,) in rows))
+                items = self._db.execute("SELECT item FROM items WHERE tbl = ?", (table,))
+                report.items += _write_items(dynamodb, table, (json.loads(item) for (item,) in items))
                 report.tables += 1
             for (bucket,) in self._db.execute("SELECT DISTINCT bucket FROM objects").fetchall():
                 if bucket not in buckets:
@@ -373,7 +373,7 @@ def _restore_snapshot(snapshot: Path, dynamodb: Any, s3: Any, tables: set[str], 
 
 def _read_manifest(snapshot: Path) -> dict[str, Any]:
     try:
-        manifest = json.loads((snapshot / "manifest.json").read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads((snapshot / "manifest.json").read_text(encoding="utf-8"))
         version = manifest["format_version"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise StateDirError(f"{snapshot} is not a canvas state snapshot: {exc}") from exc

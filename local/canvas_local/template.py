@@ -78,7 +78,9 @@ CfnLoader.add_multi_constructor("!", _construct_cfn_tag)
 
 def load_yaml(path: Path) -> dict[str, Any]:
     with open(path, encoding="utf-8") as handle:
-        return yaml.load(handle, Loader=CfnLoader)  # CfnLoader is a SafeLoader: no arbitrary objects
+        # CfnLoader is a SafeLoader: no arbitrary objects
+        template: dict[str, Any] = yaml.load(handle, Loader=CfnLoader)
+    return template
 
 
 # ---------------------------------------------------------------- AWS::LanguageExtensions: Fn::ForEach
@@ -286,7 +288,8 @@ class TableSpec:
 
     @property
     def name(self) -> str:
-        return self.create_table["TableName"]
+        name: str = self.create_table["TableName"]
+        return name
 
 
 @dataclass(frozen=True)
@@ -361,7 +364,8 @@ class FunctionSpec:
         except BaseException:
             del sys.modules[module_name]
             raise
-        return getattr(module, attribute)
+        handler: Callable[[Any, Any], Any] = getattr(module, attribute)
+        return handler
 
     def local_function(
         self, concurrency: int = DEFAULT_CONCURRENCY, environment: dict[str, str] | None = None

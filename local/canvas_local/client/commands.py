@@ -57,7 +57,7 @@ class UsageError(Exception):
 # ---------------------------------------------------------------- the command line
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the client commands to the `canvas` parser; each sets `client_command`, what `main` runs."""
     service = argparse.ArgumentParser(add_help=False)
     service.add_argument(
@@ -512,7 +512,7 @@ def _check_out_dir(out: Path) -> None:
 # ---------------------------------------------------------------- reads
 
 
-def _show(args: argparse.Namespace, data: dict, render: Callable[[dict], Any]) -> int:
+def _show(args: argparse.Namespace, data: dict[str, Any], render: Callable[[dict[str, Any]], Any]) -> int:
     """The answer as JSON with --json, else as `render` draws it."""
     if args.json:
         print(json.dumps(data, indent=2))

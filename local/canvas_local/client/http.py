@@ -60,7 +60,7 @@ class RetryPolicy:
     def backoff(self, failed_attempts: int) -> float:
         """Seconds before the next attempt: doubling from `base_seconds` up to `cap_seconds`, half of it random
         ("equal jitter"), so that clients that failed together do not come back together."""
-        ceiling = min(self.cap_seconds, self.base_seconds * 2 ** (failed_attempts - 1))
+        ceiling: float = min(self.cap_seconds, self.base_seconds * 2 ** (failed_attempts - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
