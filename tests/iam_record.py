@@ -2,11 +2,10 @@
 AWS in the e2e tier (and the few grants it cannot be seen to use, kept by hand), and the template's roles as
 CloudFormation gets them (Fn::ForEach expanded as AWS::LanguageExtensions does, then the SAM translator, offline).
 
-The e2e tier writes the record (CANVAS_RECORD_IAM=1) and fails on a call it does not list; tests/unit/test_iam.py
-holds the roles to it both ways. A grant belongs to a declaration (a managed policy, a policy naming roles, a
-function's own statements; the block functions' are one, Fn::ForEach::BlockFunctions): it is used when a function
-holding that declaration was seen to use it, for which of them makes a call can depend on timing (the request that
-first records a key's use in a minute, the block that resumes a parked dependent)."""
+The e2e tier writes the record (CANVAS_RECORD_IAM=1) and fails on a call it does not list for the function that made
+it; tests/unit/test_iam.py holds each function's role to it both ways, function by function: a grant is used when
+that function was seen to use it, or the record keeps it by hand for that function with the reason the e2e tier
+cannot show it."""
 
 from __future__ import annotations
 
@@ -39,9 +38,9 @@ HEADER = f"""\
 #
 #     {RECORD_VARIABLE}=1 .venv/bin/pytest tests/e2e
 #
-# The e2e tier fails when a function makes a call this file does not list (one made by another function holding
-# the declaration that grants it counts); tests/unit/test_iam.py fails when a function's role lacks a listed call
-# or grants what nothing here uses (canvas_local/iam_calls.py records, tests/iam_record.py reads).
+# The e2e tier fails when a function makes a call this file does not list for it; tests/unit/test_iam.py fails
+# when a function's role lacks a call listed for it or grants what it was not seen to use (canvas_local/iam_calls.py
+# records, tests/iam_record.py reads).
 """
 HAND_KEPT_MARK = "# Kept by hand"
 
@@ -93,15 +92,8 @@ class IamRecord:
         return any(entry.covers(function, grant) for entry in self.unobserved)
 
     def lists(self, call: Call) -> bool:
-        """Whether the record has this call: seen made by its function, or by another function holding the
-        declaration that grants it to this one, or kept by hand."""
-        if call in self.observed or self.kept_by_hand(call.function, f"{call.action} {call.resource}"):
-            return True
-        grants = function_grants().get(call.function, {})
-        sharing = {h for grant, holders in grants.items() if covers(grant, call) for h in holders}
-        return any(
-            (seen.action, seen.resource) == (call.action, call.resource) for seen in self.seen(frozenset(sharing))
-        )
+        """Whether the record has this call for its function: seen made by it, or kept by hand for it."""
+        return call in self.observed or self.kept_by_hand(call.function, f"{call.action} {call.resource}")
 
 
 def covers(grant: str, call: Call) -> bool:
@@ -240,32 +232,15 @@ def role_grants(role_id: str, resources: dict[str, Any]) -> set[str]:
 
 
 @cache
-def function_grants() -> dict[str, dict[str, frozenset[str]]]:
-    """Each function's grants, each with the functions that hold a declaration granting it (the function
-    included): the functions a call it grants may have been seen made by."""
+def function_grants() -> dict[str, frozenset[str]]:
+    """Each function's grants: what its role's declarations (managed policies, policies naming it, its own
+    statements) allow."""
     resources = transformed()["Resources"]
-    sources: dict[str, dict[str, set[str]]] = {}  # function -> grant -> declarations
+    grants: dict[str, frozenset[str]] = {}
     for logical_id, resource in resources.items():
         if resource["Type"] != "AWS::Lambda::Function":
             continue
         role = resource["Properties"]["Role"]
         assert "Fn::GetAtt" in role, f"{logical_id} uses a role from outside the stack"
-        role_id = role["Fn::GetAtt"][0]
-        granted = sources[logical_id] = {}
-        for source, grants in role_policies(role_id, resources).items():
-            if source == f"{role_id}#inline" and logical_id in BLOCK_FUNCTIONS:
-                source = "Fn::ForEach::BlockFunctions#inline"  # one declaration for every block function
-            for grant in grants:
-                granted.setdefault(grant, set()).add(source)
-    holders: dict[str, set[str]] = {}
-    for function, granted in sources.items():
-        for declarations in granted.values():
-            for declaration in declarations:
-                holders.setdefault(declaration, set()).add(function)
-    return {
-        function: {
-            grant: frozenset(h for declaration in declarations for h in holders[declaration])
-            for grant, declarations in granted.items()
-        }
-        for function, granted in sources.items()
-    }
+        grants[logical_id] = frozenset(role_grants(role["Fn::GetAtt"][0], resources))
+    return grants

@@ -38,7 +38,8 @@ def observed_calls(
     served_calls = tmp_path_factory.mktemp("iam") / "calls.txt"
     recording = os.environ.get(RECORD_VARIABLE) == "1"
     # The processes the tests start inherit the file to record into. A recording is of what the code calls when
-    # AWS answers: without injected faults, whose rarer paths the declarations granting them cover (iam_record.py).
+    # AWS answers: without injected faults, whose rarer paths (a retried block's look for its kept completion) the
+    # record keeps by hand for the functions that take them.
     changes = {iam_calls.CALLS_FILE_VARIABLE: str(served_calls)} | ({FAULTS_VARIABLE: None} if recording else {})
     saved = {name: os.environ.get(name) for name in changes}
     _set_environ(changes)
