@@ -75,3 +75,24 @@ def test_a_block_past_the_limit_does_nothing_and_runs_once_a_slot_is_free(aws, a
     BlockSlots().give_back(account.account_id, "other-run/block")
     assert function("blocks/prompt_block")({**ids, **first}, context)["status"] == "completed"
     assert BlockSlots().held(account.account_id) == {}
+
+
+def test_a_slot_that_cannot_be_given_back_leaves_the_blocks_work_standing(aws, account, function, context, monkeypatch):
+    from canvas_core.errors import StorageBusyError
+
+    # Given a block whose slot DynamoDB refuses to give back (throttled past its retries)
+    created = body_of(function("api/create_run")(load_event("create_run", api_key=account.api_key), context))["data"]
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account.account_id}
+    [first, *_] = function("orchestration/plan_canvas")(ids, context)["blocks"]
+
+    def refused(self, account_id, key):
+        raise StorageBusyError("throttled")
+
+    monkeypatch.setattr(BlockSlots, "give_back", refused)
+    # When it runs
+    result = function("blocks/prompt_block")({**ids, **first}, context)
+    # Then it completed, its output stored, and its hold is left to lapse
+    assert result["status"] == "completed"
+    [node] = Store().get_nodes(created["canvas_id"], [first["block_id"]])
+    assert node.status.value == "completed" and node.content
+    assert list(BlockSlots().held(account.account_id)) == [f"{created['run_id']}/{first['block_id']}"]

@@ -35,6 +35,7 @@ from canvas_core.errors import (
     BlocksBusyError,
     CreditsExhaustedError,
     StorageBusyError,
+    StorageError,
 )
 from canvas_core.models.blocks import BlockInput, BlockResult
 from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, TaskStatus, TaskType
@@ -105,7 +106,11 @@ def _slot(account_id: str, block: BlockInput) -> Iterator[None]:
     try:
         yield
     finally:
-        slots.give_back(account_id, key)
+        try:
+            slots.give_back(account_id, key)
+        except StorageError:
+            # DynamoDB kept refusing the write: the block's work stands, and its hold lapses (HOLD_MS).
+            logger.warning("The block's slot could not be given back; its hold lapses", exc_info=True)
 
 
 @dataclass(frozen=True)
