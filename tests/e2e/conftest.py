@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -21,6 +22,7 @@ import pytest
 from canvas_local import iam_calls
 from canvas_local.faults import ENV_VAR as FAULTS_VARIABLE
 from canvas_local.stack import DEFAULT_TEMPLATE, LocalStack
+from tests.e2e import browser
 from tests.iam_record import RECORD, RECORD_VARIABLE, IamRecord
 
 CANVAS = Path(sys.executable).with_name("canvas")
@@ -149,3 +151,13 @@ def canvas_serve(*args: str) -> Iterator[Served]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    """One headless Chromium for a browser test module (tests/e2e/browser.py); the test fails, saying why, when the
+    browser cannot start."""
+    if reason := browser.missing():
+        pytest.fail(reason)
+    with browser.chromium() as started:
+        yield started

@@ -5,7 +5,6 @@ tree."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 SCREENSHOTS = browser.screenshots_folder("canvas-app-screenshots")
 NAMES = ["Basic", "Professional Plus", "Team Collaboration", "Enterprise Unlimited", "Education Campus", "Nonprofit"]
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    if reason := browser.missing():
-        pytest.fail(reason)
-    with browser.chromium() as started:
-        yield started
 
 
 def app_with_rows(rows: int, tmp_path: Path) -> Path:

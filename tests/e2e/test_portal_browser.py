@@ -36,14 +36,6 @@ def stack() -> Iterator[LocalStack]:
 
 
 @pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    if reason := browser.missing():
-        pytest.fail(reason)
-    with browser.chromium() as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
 def receiver() -> Iterator[tuple[str, list[bytes]]]:
     received: list[bytes] = []
 

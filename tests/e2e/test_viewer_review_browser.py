@@ -9,11 +9,11 @@ import pytest
 
 from bench.dags import Block, Dag, scripted
 from tests.e2e.browser import by_id, wait_until
-from tests.e2e.test_portal_browser import KEY, driver, screenshot, sign_in, stack
+from tests.e2e.test_portal_browser import KEY, screenshot, sign_in, stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
-__all__ = ["driver", "stack"]  # the browser and the stack, shared with the portal's browser tests' fixtures
+__all__ = ["stack"]  # the stack, shared with the portal's browser tests' fixtures
 
 
 def api(stack) -> httpx.Client:
