@@ -137,25 +137,32 @@ def test_the_stack_says_its_state_is_in_memory_without_a_state_dir(tmp_path):
     assert "in memory" in lines[1] and "--state-dir" in lines[1]
 
 
-def run_one_and_stop(tmp_path: Path, *options: str) -> tuple[str, str]:
-    """Start `canvas serve` with `options`, run one report to its end, stop it; its output and the run id."""
+@contextmanager
+def serving(tmp_path: Path, *options: str) -> Iterator[tuple[str, Path]]:
+    """`canvas serve` with `options` on a free port, once it listens: its URL and the file of its output; stopped with
+    SIGTERM when the block ends."""
     port = free_port()
     command = [sys.executable, "-m", "canvas_local.cli", "serve", "--port", str(port), "--api-key", KEY, *options]
     out = tmp_path / "out.txt"
     with open(out, "wb") as output:
         process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while "listening on" not in out.read_text():
             assert process.poll() is None and time.monotonic() < deadline, out.read_text()[-2000:]
             time.sleep(0.2)
-        run_id = create(base_url, "A short report on tide pools", "report")
-        wait_for_end(base_url, run_id)
-        time.sleep(1)  # the console's end line follows the run's, once the execution's ending is delivered
+        yield f"http://127.0.0.1:{port}", out
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
+
+
+def run_one_and_stop(tmp_path: Path, *options: str) -> tuple[str, str]:
+    """Start `canvas serve` with `options`, run one report to its end, stop it; its output and the run id."""
+    with serving(tmp_path, *options) as (base_url, out):
+        run_id = create(base_url, "A short report on tide pools", "report")
+        wait_for_end(base_url, run_id)
+        time.sleep(1)  # the console's end line follows the run's, once the execution's ending is delivered
     return out.read_text(), run_id
 
 
@@ -179,17 +186,7 @@ def test_the_console_shows_one_line_per_run_start_and_end_and_the_log_file_the_j
 
 def test_a_review_run_parked_for_approval_puts_no_error_on_the_console(tmp_path):
     # Given canvas serve with its default console
-    port = free_port()
-    command = [sys.executable, "-m", "canvas_local.cli", "serve", "--port", str(port), "--api-key", KEY]
-    out = tmp_path / "out.txt"
-    with open(out, "wb") as output:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while "listening on" not in out.read_text():
-            assert process.poll() is None and time.monotonic() < deadline, out.read_text()[-2000:]
-            time.sleep(0.2)
+    with serving(tmp_path) as (base_url, out):
         # When a run created with review=true is planned and parks, waiting for approval
         response = httpx.post(
             f"{base_url}/v1/run",
@@ -203,9 +200,6 @@ def test_a_review_run_parked_for_approval_puts_no_error_on_the_console(tmp_path)
         while not status_of(base_url, run_id).get("awaiting_approval"):
             assert time.monotonic() < deadline, out.read_text()[-2000:]
             time.sleep(0.3)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(30)
     # Then the console says the run started and holds no ERROR line: parking is the outcome review asked for
     output = out.read_text()
     assert f"run {run_id} started" in output
