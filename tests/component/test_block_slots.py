@@ -57,6 +57,24 @@ def test_a_hold_whose_block_was_stopped_lapses(aws, account, monkeypatch):
     assert list(BlockSlots().held(account.account_id)) == ["run/waiting"]
 
 
+def test_a_hold_set_to_last_longer_than_a_block_can_run_is_cleared(aws, account):
+    # Given a hold written to last for years (no runner writes one: a block taken over by what it parsed could)
+    from canvas_core.adapters.dynamodb import expression_values
+
+    BlockSlots().take(account.account_id, "run/real", limit=2)
+    aws.ddb.update_item(
+        TableName=aws.settings.accounts_table,
+        Key={"account_id": {"S": account.account_id}},
+        UpdateExpression="SET running_blocks.#k = :until",
+        ExpressionAttributeNames={"#k": "run/forever"},
+        ExpressionAttributeValues=expression_values(until=block_slots.now_ms() + 10 * 365 * 86_400_000),
+    )
+    # When another block wants a slot
+    # Then that hold does not keep it from running, and the real one stays
+    assert BlockSlots().take(account.account_id, "run/next", limit=2)
+    assert sorted(BlockSlots().held(account.account_id)) == ["run/next", "run/real"]
+
+
 def test_a_block_past_the_limit_does_nothing_and_runs_once_a_slot_is_free(aws, account, function, context, monkeypatch):
     # Given an account that may run one block at once, and a block of another of its runs holding it
     monkeypatch.setenv("MAX_RUNNING_BLOCKS_PER_ACCOUNT", "1")

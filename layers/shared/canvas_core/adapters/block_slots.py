@@ -85,8 +85,10 @@ class BlockSlots:
             )
 
     def _clear_lapsed(self, account_id: str, held: dict[str, int]) -> bool:
-        """Remove the holds that lapsed, each only if it is still the same hold; False when none had."""
-        lapsed = sorted(key for key, until in held.items() if until < now_ms())
+        """Remove the holds that lapsed, each only if it is still the same hold; False when none had. A hold set to
+        lapse later than a block can run (a write no runner makes) counts as lapsed: it cannot keep a slot for good."""
+        now = now_ms()
+        lapsed = sorted(key for key, until in held.items() if until < now or until > now + HOLD_MS)
         if not lapsed:
             return False
         names = {f"#k{i}": key for i, key in enumerate(lapsed)}
