@@ -154,3 +154,7 @@ _.max_size
 
 # canvas_local/frontdoor.py's _ChunkedReceiver ends waitress's chunked read the way waitress's own errors do.
 _.all_chunks_received
+
+# RunItem's count of credits set aside, written with the run and read from the stored item at its end
+# (adapters/store/runs.py, `returned`).
+_.credits_set_aside

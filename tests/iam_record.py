@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from canvas_local.iam_calls import Call
+from canvas_local.iam_calls import SESSION_ROLE, Call
 from canvas_local.template import expand_for_each, load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,7 +234,7 @@ def role_grants(role_id: str, resources: dict[str, Any]) -> set[str]:
 @cache
 def function_grants() -> dict[str, frozenset[str]]:
     """Each function's grants: what its role's declarations (managed policies, policies naming it, its own
-    statements) allow."""
+    statements) allow; and the block session role's."""
     resources = transformed()["Resources"]
     grants: dict[str, frozenset[str]] = {}
     for logical_id, resource in resources.items():
@@ -243,4 +243,7 @@ def function_grants() -> dict[str, frozenset[str]]:
         role = resource["Properties"]["Role"]
         assert "Fn::GetAtt" in role, f"{logical_id} uses a role from outside the stack"
         grants[logical_id] = frozenset(role_grants(role["Fn::GetAtt"][0], resources))
+    # The role whose narrowed credentials blocks make their calls with (docs/isolation.md), held to what they do as
+    # a function is.
+    grants[SESSION_ROLE] = frozenset(role_grants(SESSION_ROLE, resources))
     return grants

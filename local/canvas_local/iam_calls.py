@@ -22,10 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from canvas_core.adapters.aws import HANDED_SERVICES, handed_credentials
 from canvas_local.defaults import DEFAULT_TEMPLATE
 from canvas_local.lambda_runtime import running_function
 
 CALLS_FILE_VARIABLE = "CANVAS_IAM_CALLS_FILE"
+# Who the calls a block makes with its vended credentials are recorded as (template.yaml's role).
+SESSION_ROLE = "BlockSessionRole"
+# boto3's names of the services botocore's service ids name otherwise.
+_BOTO3_NAMES = {"sfn": "stepfunctions"}
 # How test_iam.py names the default event bus (`!Sub arn:${AWS::Partition}:events:...:event-bus/default`).
 DEFAULT_EVENT_BUS = "events:${AWS::Region}:${AWS::AccountId}:event-bus/default"
 
@@ -131,6 +136,9 @@ class CallHook:
         if function is None:
             return
         service = model.service_model.service_id.hyphenize()
+        if handed_credentials() is not None and _BOTO3_NAMES.get(service, service) in HANDED_SERVICES:
+            # Made with the credentials Scope Block vended for the block: the session role's right, not the function's.
+            function = SESSION_ROLE
         calls = [
             Call(function, action, resource)
             for action, resource in authorized(service, model.name, params, self.logical_ids())
@@ -146,6 +154,8 @@ class CallHook:
         caller = context.get("canvas_iam_caller") if isinstance(context, dict) else None
         if caller is None or getattr(http_response, "status_code", None) != 404:
             return
+        if caller[0] == SESSION_ROLE:
+            return  # a block takes S3's 403 for a key that is not there as its absence (ArtifactStore.find)
         function, bucket = caller
         call = Call(function, "s3:ListBucket", self.logical_ids().get(bucket, bucket))
         for recorder in self.recorders:
@@ -211,6 +221,8 @@ def authorized(
         # A URL's last part is the queue's name (a warm container may hold the URL an earlier stack answered).
         queue = logical_ids.get(url) or logical_ids.get(url.rstrip("/").rsplit("/", 1)[-1], url)
         return [(f"sqs:{_SQS_ACTIONS.get(operation, operation)}", queue)]
+    if service == "sts" and operation == "AssumeRole":
+        return [("sts:AssumeRole", name(params.get("RoleArn", "*")))]
     if service == "eventbridge" and operation == "PutEvents":
         buses = {entry.get("EventBusName") or "default" for entry in params.get("Entries", [])}
         return [("events:PutEvents", DEFAULT_EVENT_BUS if bus == "default" else name(bus)) for bus in sorted(buses)]

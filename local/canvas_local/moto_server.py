@@ -55,6 +55,7 @@ from werkzeug.serving import BaseWSGIServer
 
 from canvas_local import priority
 from canvas_local.faults import FaultInjector
+from canvas_local.scopes import SessionPolicies
 
 LOG = logging.getLogger(__name__)
 
@@ -151,6 +152,12 @@ class MotoServer:
         session.events.register("before-send", self._in_process)
         self._sessions.append(session)
 
+    def check_session_policies(self, policies: SessionPolicies | None) -> None:
+        """Check the in-process calls signed with credentials vended with a session policy against it."""
+        if self._in_process is None:
+            raise RuntimeError("moto's server is not started")
+        self._in_process.session_policies = policies
+
     def inject_faults(self, faults: FaultInjector | None) -> None:
         """Answer the in-process DynamoDB calls with `faults` injected (None: as moto answers them)."""
         if self._in_process is None:
@@ -209,6 +216,8 @@ class InProcessTransport:
         self.served = 0
         # AWS's failures injected into DynamoDB's answers (canvas_local.faults), or None.
         self.faults: FaultInjector | None = None
+        # The session policies of the credentials the stack vended, checked before a call is made (scopes.py).
+        self.session_policies: SessionPolicies | None = None
 
     def answer(self, client: BaseClient, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any] | None:
         """The parsed answer of a call to one of moto's JSON services at its endpoint, as botocore's
@@ -420,6 +429,12 @@ class _AnsweredInProcess(BaseClient):
     _in_process_transport: InProcessTransport
 
     def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> Any:
+        policies = self._in_process_transport.session_policies
+        if policies is not None:
+            # A call signed with credentials vended with a session policy is checked against it (scopes.py).
+            vended = policies.answer(self, operation_name, api_params)
+            if vended is not None:
+                return vended
         answer = self._in_process_transport.answer(self, operation_name, api_params)
         return super()._make_api_call(operation_name, api_params) if answer is None else answer
 

@@ -35,6 +35,7 @@ from canvas_local.lambda_runtime import ACCOUNT_ID, DEFAULT_CONCURRENCY, REGION,
 from canvas_local.moto_server import MotoServer
 from canvas_local.queues import QueuePollers
 from canvas_local.retention import RetentionSweeper, expiration_rules
+from canvas_local.scopes import SessionPolicies, moto_partition_key
 from canvas_local.state_dir import StateDir, runs_left_running
 from canvas_local.template import FunctionSpec, StateMachineSpec, Template, TemplateError, bucket_name
 
@@ -198,11 +199,12 @@ class LocalStack:
 
     def logical_ids(self) -> dict[str, str]:
         """The logical id of each resource the stack provisioned, by the names its clients use: table and bucket
-        names, queue names and URLs, state machine ARNs."""
+        names, queue names and URLs, state machine and role ARNs."""
         names = {name: lid for lid, name in self.table_names.items()}
         names |= {bucket_name(lid): lid for lid in self.template.of_type("AWS::S3::Bucket")}
         names |= {arn: lid for lid, arn in self.state_machine_arns.items()}
         names |= {url: lid for lid, url in self.queue_urls.items()} | {lid: lid for lid in self.queue_urls}
+        names |= {f"arn:aws:iam::{ACCOUNT_ID}:role/{lid}": lid for lid in self.template.of_type("AWS::IAM::Role")}
         return names
 
     def wait_for_execution(self, execution_arn: str, timeout: float = 60) -> dict[str, Any]:
@@ -496,6 +498,10 @@ class LocalStack:
         if self._moto is not None:
             # Every client built from now on in this process (handlers, stack, watcher) skips the socket.
             self._moto.serve_in_process(boto3.DEFAULT_SESSION)
+            # A block's credentials reach only its own run, as IAM's session policies confine them on AWS.
+            self._moto.check_session_policies(
+                SessionPolicies(moto_partition_key(ACCOUNT_ID, REGION), ACCOUNT_ID, REGION)
+            )
             # The AWS calls each function makes, while the e2e tier records them (tests/iam_observed.yaml).
             self._calls = iam_calls.watch(boto3.DEFAULT_SESSION, self.template.path, self.logical_ids)
         return environments

@@ -416,6 +416,9 @@ _ATTRIBUTE_VALUES: dict[tuple[str, str], Callable[[str], str]] = {
     ("AWS::StepFunctions::StateMachine", "Name"): _named_after_logical_id,
     ("AWS::SQS::Queue", "Arn"): lambda lid: f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{lid}",
     ("AWS::SQS::Queue", "QueueName"): _named_after_logical_id,
+    # A role whose credentials the stack vends with a session policy (canvas_local/scopes.py); the role itself is
+    # not made: its session policies are what the stack enforces.
+    ("AWS::IAM::Role", "Arn"): lambda lid: f"arn:aws:iam::{ACCOUNT_ID}:role/{lid}",
 }
 
 
@@ -512,7 +515,7 @@ LEFT_TO_AWS = {
     "AWS::IAM::ManagedPolicy": "permissions: every function may call every local service",
     "AWS::IAM::Policy": "permissions",
     "AWS::IAM::RolePolicy": "permissions",
-    "AWS::IAM::Role": "permissions",
+    "AWS::IAM::Role": "permissions (a role's session policies are enforced: canvas_local/scopes.py)",
     "AWS::S3::BucketPolicy": "permissions",
     "AWS::SQS::QueuePolicy": "permissions",
     "AWS::ApiGateway::Account": "API Gateway's logging role",

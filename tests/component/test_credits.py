@@ -16,7 +16,7 @@ import pytest
 
 from canvas_core.adapters.store import Store
 from canvas_core.auth import create_account_with_key
-from canvas_core.errors import BlockRetryableError, CreditsExhaustedError
+from canvas_core.errors import BlockRetryableError, CreditsExhaustedError, ReservationShortError
 from canvas_core.pricing import usage_credits
 from tests.fakes.model_servers import PLANNER_MARK, Call, FakeBedrock, FakeOpenAI, default_reply, tokens
 from tests.support import body_of, load_event, multipart
@@ -82,16 +82,25 @@ def block_folder(block_type: str) -> str:
 
 
 def drive(function, context, account_id: str, created: dict, attempts: int = 3) -> dict:
-    """What the state machine does: plan, run each block (retrying BlockRetryableError, recording other
-    failures), finalize; then the run as GET /v1/run answers."""
+    """What the state machine does: plan, scope and run each block (retrying BlockRetryableError, going back to
+    Scope Block after a ReservationShortError, recording other failures), finalize; then the run as GET /v1/run
+    answers."""
     ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account_id}
     blocks = function("orchestration/plan_canvas")(ids, context)["blocks"]
     for block in blocks:
         event = {**ids, "block_id": block["block_id"], "block_type": block["block_type"]}
+        short = None
         for attempt in range(1, attempts + 1):
             try:
-                function(block_folder(block["block_type"]))(event, context)
+                scope = {**ids, "block_id": block["block_id"], "short": short}
+                credentials = function("orchestration/block_scope")(scope, context)
+                function(block_folder(block["block_type"]))(
+                    {**event, "short": short, "credentials": credentials}, context
+                )
                 break
+            except ReservationShortError as exc:  # the Catch goes back to Scope Block, which pays or skips it
+                short = {"Error": type(exc).__name__, "Cause": json.dumps({"errorMessage": str(exc)})}
+                continue
             except BlockRetryableError:
                 if attempt < attempts:
                     continue

@@ -1,7 +1,7 @@
-"""One task state runs every block type and releases the block's dependents: a block without inputs costs one
-state transition (Run Block), one with inputs two (Wait For Inputs first), and a failure the state machine catches
-one more (Release Dependents records it and releases the dependents). Counted from the execution history as AWS
-bills them."""
+"""One task state runs every block type and releases the block's dependents, after the trusted step that vends its
+credentials: a block without inputs costs two state transitions (Scope Block, Run Block), one with inputs three
+(Wait For Inputs first), and a failure the state machine catches one more (Release Dependents records it and
+releases the dependents). Counted from the execution history as AWS bills them."""
 
 from __future__ import annotations
 
@@ -34,21 +34,24 @@ def run_and_count(stack, prompt: str, dag: Dag) -> tuple[str, dict[str, int]]:
     return created.canvas_id, dict(entered)
 
 
-def test_blocks_cost_one_transition_without_inputs_and_two_with(local_stack):
+def test_blocks_cost_two_transitions_without_inputs_and_three_with(local_stack):
     # Given a -> b, a -> c, b -> d, c -> d: one block without inputs, three with
     dag = Dag([Block(0.0) for _ in range(4)], [(0, 1), (0, 2), (1, 3), (2, 3)])
 
     # When it runs
     _, entered = run_and_count(local_stack, "four blocks", dag)
 
-    # Then the block without inputs ran (1), the others waited and ran (2 each); each released its dependents
+    # Then the block without inputs was scoped and ran (2), the others waited, were scoped and ran (3 each); each
+    # released its dependents
     assert entered == {
         "Plan Canvas": 1,
         "Run Blocks": 1,
         "Run Ready Blocks": 1,
+        "Scope Block": 1,
         "Run Block": 1,
         "Run Waiting Blocks": 1,
         "Wait For Inputs": 3,
+        "Scope Waiting Block": 3,
         "Run Waiting Block": 3,
         "Finalize Run": 1,
     }
@@ -132,9 +135,11 @@ def test_a_rerun_enters_a_state_only_for_the_blocks_that_run_again(local_stack):
         "Plan Canvas": 1,
         "Run Blocks": 1,
         "Run Ready Blocks": 1,
+        "Scope Block": 1,
         "Run Block": 1,
         "Run Waiting Blocks": 1,
         "Wait For Inputs": 1,
+        "Scope Waiting Block": 1,
         "Run Waiting Block": 1,
         "Finalize Run": 1,
     }

@@ -319,24 +319,41 @@ def success_path(processor: dict[str, Any]) -> list[str]:
     return names
 
 
-def test_a_block_without_inputs_takes_one_state_and_one_with_inputs_two():
+def test_a_block_is_scoped_by_trusted_code_then_run_and_one_with_inputs_waits_first():
     # Given the two Maps of the real definition
     maps = block_maps(run_canvas())
 
-    # Then blocks without inputs run (and release their dependents themselves); blocks with inputs wait first
+    # Then each block gets its credentials from Scope Block, then runs (and releases its dependents itself); blocks
+    # with inputs wait first
     assert {name: success_path(m["ItemProcessor"]) for name, m in maps.items()} == {
-        "Run Ready Blocks": ["Run Block"],
-        "Run Waiting Blocks": ["Wait For Inputs", "Run Waiting Block"],
+        "Run Ready Blocks": ["Scope Block", "Run Block"],
+        "Run Waiting Blocks": ["Wait For Inputs", "Scope Waiting Block", "Run Waiting Block"],
     }
     releases = {"Run Ready Blocks": "Release Dependents", "Run Waiting Blocks": "Release Waiting Block Dependents"}
-    # And every Catch goes straight to the release, which records the failure (no extra state on failure) and is
-    # reached by nothing else
+    scopes = {
+        "Run Ready Blocks": ("Scope Block", "Run Block"),
+        "Run Waiting Blocks": ("Scope Waiting Block", "Run Waiting Block"),
+    }
     for map_name, m in maps.items():
         states = m["ItemProcessor"]["States"]
         release = releases[map_name]
+        scope, run = scopes[map_name]
         assert states[release]["End"] is True
+        # And the block runs with the credentials its scope vended, and a block its reservation could not pay for
+        # goes back to its scope, which tops the reservation up (or skips it) before it runs again
+        assert states[scope]["Parameters"]["FunctionName"] == "${BlockScopeFunctionArn}"
+        assert states[run]["Parameters"]["Payload"]["credentials.$"] == "$.scope.credentials"
+        assert states[run]["Catch"][0] == {
+            "ErrorEquals": ["ReservationShortError"],
+            "ResultPath": "$.short",
+            "Next": scope,
+        }
+        assert m["ItemSelector"]["short"] is None
+        # And every other Catch goes straight to the release, which records the failure (no extra state on failure)
+        # and is reached by nothing else
         for name, state in states.items():
-            assert all(c["Next"] == release for c in state.get("Catch", [])), name
+            catches = [c for c in state.get("Catch", []) if c["ErrorEquals"] != ["ReservationShortError"]]
+            assert all(c["Next"] == release for c in catches), name
             assert state.get("Next") != release, name
         # And both Maps admit every block of a canvas together (40 at most), so none waits on one not started
         assert m["MaxConcurrency"] == 40

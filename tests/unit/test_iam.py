@@ -10,7 +10,7 @@ from functools import cache
 
 import pytest
 
-from canvas_local.iam_calls import Call
+from canvas_local.iam_calls import SESSION_ROLE, Call
 from canvas_local.template import expand_for_each, load_yaml
 from tests.iam_record import (
     BLOCK_FUNCTIONS,
@@ -27,10 +27,14 @@ from tests.iam_record import (
 
 pytestmark = pytest.mark.unit
 
+# The functions, and the role blocks make their calls with (Scope Block vends its credentials: docs/isolation.md).
 FUNCTIONS = sorted(
-    logical_id
-    for logical_id, resource in expand_for_each(load_yaml(TEMPLATE))["Resources"].items()
-    if resource["Type"] == "AWS::Serverless::Function"
+    [
+        logical_id
+        for logical_id, resource in expand_for_each(load_yaml(TEMPLATE))["Resources"].items()
+        if resource["Type"] == "AWS::Serverless::Function"
+    ]
+    + [SESSION_ROLE]
 )
 RERECORD = f"`{RECORD_VARIABLE}=1 .venv/bin/pytest tests/e2e`"
 
@@ -72,7 +76,10 @@ def test_the_record_names_the_template_functions():
     # Then each is in the template, and every function the template has was seen, each block function included
     assert sorted(seen - set(FUNCTIONS)) == [], f"{RECORD.name} names functions that are gone: rerun {RERECORD}"
     assert set(FUNCTIONS) >= BLOCK_FUNCTIONS
-    unseen = sorted(set(FUNCTIONS) - seen)
+    # (a block function's own role calls only the models, which the e2e tier's offline provider never does: its
+    # calls are the session role's, which the blocks of every type make)
+    assert SESSION_ROLE in seen
+    unseen = sorted(set(FUNCTIONS) - seen - BLOCK_FUNCTIONS)
     assert unseen == [], f"no e2e test reaches these functions, or {RECORD.name} predates them ({RERECORD})"
 
 
@@ -133,8 +140,9 @@ def test_account_writes_are_limited_to_named_attributes():
         for grant in grants
         if grant.startswith(("dynamodb:UpdateItem AccountsTable", "dynamodb:PutItem AccountsTable"))
     ]
-    # (the blocks and the create-run function write the accounts table: a rule that matched no grant would pass)
-    assert {"CreateRunFunction", "PromptBlockFunction"} <= {function for function, _ in writes}
+    # (blocks, through their session role, and the create-run function write the accounts table: a rule that
+    # matched no grant would pass)
+    assert {"CreateRunFunction", SESSION_ROLE} <= {function for function, _ in writes}
     for function, grant in writes:
         assert grant.endswith("when dynamodb:Attributes"), f"{function}: {grant}"
 
@@ -152,7 +160,7 @@ def test_the_state_machine_may_invoke_exactly_the_orchestration_and_block_functi
     invokes = {g for g in granted if g.startswith("lambda:")}
     blocks = {f for f in function_grants() if f.endswith("BlockFunction")}
     orchestration = ["PlanCanvasFunction", "WaitForInputsFunction", "ReleaseDependentsFunction"]
-    orchestration += ["FinalizeRunFunction", "FailRunFunction"]
+    orchestration += ["FinalizeRunFunction", "FailRunFunction", "BlockScopeFunction"]
 
     # Then it may invoke each block function (exactly its ARN) and each orchestration function, and no other
     assert invokes == {f"lambda:InvokeFunction {f}" for f in blocks} | {

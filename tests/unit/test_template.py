@@ -78,6 +78,7 @@ ORCHESTRATION_FUNCTIONS = {
     "WaitForInputsFunction": "functions/orchestration/wait_for_inputs",
     "ReleaseDependentsFunction": "functions/orchestration/release_dependents",
     "FailRunFunction": "functions/orchestration/fail_run",
+    "BlockScopeFunction": "functions/orchestration/block_scope",
 }
 BLOCK_FUNCTIONS = {
     "".join(part.capitalize() for part in block.split("_")) + "BlockFunction": f"functions/blocks/{block}_block"

@@ -168,6 +168,18 @@ class BlocksBusyError(Exception):
     block was done, and the state machine starts it again a little later."""
 
 
+class ReservationShortError(Exception):
+    """A block's work is done but its run's reservation cannot pay for it, and a block may not take credits from its
+    account's balance (docs/isolation.md): its output is kept, and the state machine's Scope Block step, trusted
+    code, tops the reservation up (or skips the block when the balance cannot) before the block runs again and stores
+    the output it kept."""
+
+    def __init__(self, credits: int, reserved: int):
+        super().__init__(f"The block needs {credits} credits; its run's reservation holds {reserved}")
+        self.credits = credits
+        self.reserved = reserved
+
+
 class BlockFatalError(Exception):
     """A block failed for good; the state machine records the failure and skips its dependents."""
 

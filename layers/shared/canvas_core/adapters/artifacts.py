@@ -32,13 +32,14 @@ class ArtifactStore:
             raise StorageError(f"S3 get failed for {key}: {exc.response.get('Error', {}).get('Code')}") from exc
 
     def find(self, key: str) -> bytes | None:
-        """The object's bytes, or None when there is none under `key`."""
+        """The object's bytes, or None when there is none under `key`. S3 answers a read of a missing key with 403
+        to a caller who may not list the bucket (a block: docs/isolation.md), so 403 reads as missing too."""
         try:
             body = self.s3.get_object(Bucket=self.settings.artifacts_bucket, Key=key)["Body"]
             return cast(bytes, body.read())
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code")
-            if code in ("NoSuchKey", "404"):
+            if code in ("NoSuchKey", "404", "AccessDenied", "403"):
                 return None
             raise StorageError(f"S3 get failed for {key}: {code}") from exc
 

@@ -1,10 +1,14 @@
-"""boto3 clients, built lazily and once per container (so moto can patch first and cold starts stay short)."""
+"""boto3 clients, built lazily and once per container (so moto can patch first and cold starts stay short); within
+`invocation_credentials`, clients signed with the credentials an invocation was handed instead (a block's, vended
+for its own run by the state machine: canvas_core/isolation.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -19,17 +23,81 @@ _CONFIG = Config(
 )
 
 
-@cache
-def client(service: str) -> Any:
+if TYPE_CHECKING:
+    from canvas_core.models.blocks import BlockCredentials
+
+
+class _HandedCredentials:
+    """The clients of one invocation that was handed credentials, built as first used."""
+
+    def __init__(self, credentials: BlockCredentials):
+        self.credentials = credentials
+        self.clients: dict[tuple[str, Callable[[Any], Any] | None], Any] = {}
+
+    def client(self, service: str, wrap: Callable[[Any], Any] | None = None) -> Any:
+        key = (service, wrap)
+        if key not in self.clients:
+            given = self.credentials
+            built = _build(
+                service,
+                aws_access_key_id=given.access_key_id,
+                aws_secret_access_key=given.secret_access_key,
+                aws_session_token=given.session_token,
+            )
+            self.clients[key] = built if wrap is None else wrap(built)
+        return self.clients[key]
+
+
+# The services whose calls are made with handed credentials: the data a block may touch. Its own role calls the rest
+# (the models, the secrets of their keys).
+HANDED_SERVICES = frozenset({"dynamodb", "s3", "stepfunctions"})
+
+_handed: ContextVar[_HandedCredentials | None] = ContextVar("canvas_handed_credentials", default=None)
+
+
+@contextmanager
+def invocation_credentials(credentials: BlockCredentials | None) -> Iterator[None]:
+    """Every client the code within asks for is signed with `credentials` (None: the function's own role)."""
+    token = _handed.set(_HandedCredentials(credentials) if credentials is not None else None)
+    try:
+        yield
+    finally:
+        _handed.reset(token)
+
+
+def handed_credentials() -> BlockCredentials | None:
+    """The credentials the current invocation was handed, if any."""
+    handed = _handed.get()
+    return handed.credentials if handed is not None else None
+
+
+def _build(service: str, **credentials: str) -> Any:
     if service == "s3":
         # SigV4 presigned URLs: the only kind every region and the embedded stack accept.
-        return boto3.client("s3", config=_CONFIG.merge(Config(signature_version="s3v4")))
-    return boto3.client(service, config=_CONFIG)
+        return boto3.client("s3", config=_CONFIG.merge(Config(signature_version="s3v4")), **credentials)
+    return boto3.client(service, config=_CONFIG, **credentials)
+
+
+def client(service: str) -> Any:
+    handed = _handed.get()
+    return handed.client(service) if handed is not None and service in HANDED_SERVICES else _own_client(service)
 
 
 @cache
+def _own_client(service: str) -> Any:
+    return _build(service)
+
+
+@cache
+def _own_wrapped_client(service: str, wrap: Callable[[Any], Any]) -> Any:
+    return wrap(_own_client(service))
+
+
 def _wrapped_client(service: str, wrap: Callable[[Any], Any]) -> Any:
-    return wrap(client(service))
+    handed = _handed.get()
+    if handed is not None and service in HANDED_SERVICES:
+        return handed.client(service, wrap)
+    return _own_wrapped_client(service, wrap)
 
 
 class LazyClient:
@@ -59,5 +127,5 @@ class LazyClient:
 
 def reset_clients() -> None:
     """Forget cached clients (tests that point the service at a fresh endpoint call this)."""
-    client.cache_clear()
-    _wrapped_client.cache_clear()
+    _own_client.cache_clear()
+    _own_wrapped_client.cache_clear()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from canvas_core.adapters.aws import invocation_credentials
 from canvas_core.blocks.runner import run_block
 from canvas_core.models.blocks import BlockInput
 from canvas_core.observability import EXECUTION_CORRELATION_ID, logger, metrics, tracer
@@ -21,6 +22,9 @@ def make_block_handler(block_type: str) -> Callable[[dict[str, Any], Any], dict[
     @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return run_block(BlockInput.model_validate(event), expected_type=block_type).model_dump()
+        block = BlockInput.model_validate(event)
+        # Every AWS call of the block is made with the credentials vended for its run, which reach only that run.
+        with invocation_credentials(block.credentials):
+            return run_block(block, expected_type=block_type).model_dump()
 
     return handler

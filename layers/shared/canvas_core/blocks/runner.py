@@ -34,6 +34,7 @@ from canvas_core.errors import (
     BlockRetryableError,
     BlocksBusyError,
     CreditsExhaustedError,
+    ReservationShortError,
     StorageBusyError,
     StorageError,
 )
@@ -249,9 +250,12 @@ def _complete(
     fields: dict[str, Any],
     tool_calls: list[TaskItem],
 ) -> _Attempt:
-    """Store a block's output on its node, its credits debited in the same write. A write DynamoDB still cancels or
-    throttles after its retries loses nothing: the output is kept in S3 and the state machine retries the block,
-    whose next attempt stores it (`_kept_completion`) instead of doing the work again."""
+    """Store a block's output on its node, its credits spent from its run's reservation in the same write. A write
+    DynamoDB still cancels or throttles after its retries loses nothing: the output is kept in S3 and the state
+    machine retries the block, whose next attempt stores it (`_kept_completion`) instead of doing the work again.
+    Likewise when the reservation cannot pay: a block never takes credits from its account (docs/isolation.md), so it
+    keeps its output and raises ReservationShortError, and the state machine's Scope Block tops the reservation up
+    from the balance, or skips the block when the balance cannot pay, before the block is run again."""
     credits = int(fields.get("credits") or 0)
     # Only from `running`: a block the state machine timed out (now `error`) stays failed if it ends late.
     try:
@@ -259,7 +263,6 @@ def _complete(
             block.canvas_id,
             node.block_id,
             _task_ids(block.canvas_id, node.block_id),
-            debit_account=run.account_id,
             debit_run=run.run_id,
             dependents=node.dependents,
             release=claims.tokens,
@@ -272,20 +275,9 @@ def _complete(
             f"The block's output could not be stored yet, and is kept for a retry: {exc}"
         ) from exc
     except CreditsExhaustedError as exc:
-        # The balance cannot pay for it (other blocks or runs spent it meanwhile): not charged, not kept.
-        reason = f"Credits exhausted: the block was not run ({exc})"
-        running = [NodeStatus.RUNNING.value]
-        if not store.update_node(
-            block.canvas_id, node.block_id, expect_status=running, status=NodeStatus.SKIPPED.value, error=reason
-        ):
-            return _Attempt(
-                node, BlockResult(block_id=node.block_id, status=NodeStatus.ERROR.value)
-            )  # timed out meanwhile
-        for task_id in _task_ids(block.canvas_id, node.block_id):
-            store.set_task_status(block.canvas_id, task_id, TaskStatus.ERROR)
-        logger.info("Block skipped", extra={"reason": reason})
-        count("BlocksSkipped", step=node.type)
-        return _Attempt(node, BlockResult(block_id=node.block_id, status=NodeStatus.SKIPPED.value))
+        _keep_completion(files, run, node, fields, tool_calls)
+        count("BlockReservationsShort", step=node.type)
+        raise ReservationShortError(exc.credits, exc.balance) from exc
     if finished is None:
         logger.warning("Block ended after it was recorded as failed; its output is dropped")
         count("BlocksFailed", step=node.type)
@@ -297,7 +289,7 @@ def _complete(
     done = NodeItem.model_validate(
         node.model_dump(mode="json") | jsonable_fields(fields) | {"status": NodeStatus.COMPLETED.value}
     )
-    carry = claims.carry(done, account if run.reserved_credits is not None else _debited(account, credits))
+    carry = claims.carry(done, account)
     return _Attempt(node, completed, finished.released, tool_calls, carry)
 
 
@@ -440,7 +432,14 @@ def _load_node(
     releases its completion may claim), in one read when the state machine named inputs and dependents; none at
     all on the first attempt of a block whose release carried them (its dependents are then read beside its work)."""
     release = block.release
-    if release and release.node and release.inputs is not None and release.account and block.attempt == 0:
+    if (
+        release
+        and release.node
+        and release.inputs is not None
+        and release.account
+        and block.attempt == 0
+        and not block.short
+    ):
         return release.node, with_full_content(release.inputs), release.account, {}
     wanted = [block.block_id, *(block.inputs or [])]
     nodes, account, dependents = store.get_nodes_and_account(
@@ -454,14 +453,6 @@ def _load_node(
         found |= {n.block_id: n for n in store.get_nodes(block.canvas_id, node.inputs)}
     stored = {d: dependents[d] for d in node.dependents if d in dependents}
     return node, with_full_content([found[i] for i in node.inputs if i in found]), account, stored
-
-
-def _debited(account: Mapping[str, Any] | None, credits: int) -> dict[str, Any] | None:
-    """The account as read when the block started, less what its completion debited."""
-    if account is None:
-        return None
-    balance = int(account.get("credits_balance", 0)) - credits
-    return {"account_id": account.get("account_id"), "credits_balance": balance}
 
 
 def _task_ids(canvas_id: str, block_id: str) -> list[str]:

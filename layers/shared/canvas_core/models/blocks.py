@@ -20,6 +20,16 @@ class Release(Model):
     account: dict[str, Any] | None = None
 
 
+class BlockCredentials(Model):
+    """Credentials the state machine's Scope Block step vended for one block: the BlockSessionRole narrowed by a
+    session policy to the block's own run (canvas_core/isolation.py). The block's AWS calls are made with them."""
+
+    access_key_id: str
+    secret_access_key: str
+    session_token: str
+    expiration: str
+
+
 class BlockInput(Model):
     run_id: str
     canvas_id: str
@@ -34,6 +44,11 @@ class BlockInput(Model):
     # attempt reads the store, whatever its release carried.
     release: Release | None = None
     attempt: int = 0
+    # The ReservationShortError of an earlier attempt, which Scope Block has since paid for: this attempt stores the
+    # output that one kept (and reads the store, whatever its release carried).
+    short: dict[str, Any] | None = None
+    # What the block may touch (None only where no state machine runs it: tests calling the runner directly).
+    credentials: BlockCredentials | None = None
 
 
 class BlockResult(Model):

@@ -73,6 +73,9 @@ class RunItem(Model):
     # if it spends more), spent by its planning and blocks, the rest given back when it ends. None: a run admitted
     # before runs held reservations, which spends from the account directly.
     reserved_credits: int | None = None
+    # Every credit moved from the account into the reservation (admission, top-ups), written only by trusted code:
+    # a run's end returns at most this much, whatever a block wrote into `reserved_credits` (docs/isolation.md).
+    credits_set_aside: int | None = None
     # Review (docs/api.md): the run waits after planning until approved or cancelled. While it waits its item holds
     # the parked task's token and the plan the state machine resumes with; `estimated_credits` is what its planned
     # blocks are expected to spend.

@@ -39,7 +39,7 @@ from canvas_core.settings.base import (
 )
 from canvas_core.settings.blocks import BlockSettings
 from canvas_core.settings.gather import FetchSettings, GatherSettings
-from canvas_core.settings.orchestration import OrchestrationSettings
+from canvas_core.settings.orchestration import OrchestrationSettings, ScopeSettings
 from canvas_core.settings.providers import ModelProviderName, ProviderSettings
 from canvas_core.settings.webhooks import DeliverySettings, WebhookQueueSettings, WebhookSettings
 
@@ -50,6 +50,10 @@ def api_settings() -> ApiSettings:
 
 def orchestration_settings() -> OrchestrationSettings:
     return load(OrchestrationSettings)
+
+
+def scope_settings() -> ScopeSettings:
+    return load(ScopeSettings)
 
 
 def block_settings() -> BlockSettings:

@@ -38,6 +38,8 @@ class CreditsLedger(AccountsTable):
             if reserved + balance < needed:
                 raise CreditsExhaustedError(needed, reserved + balance)
             take = min(balance, max(step, needed - reserved))
+            # What was set aside grows with the reservation (a run stored before it was counted has no count).
+            counted = run.get("credits_set_aside") is not None
             try:
                 self._transact(
                     [
@@ -54,8 +56,10 @@ class CreditsLedger(AccountsTable):
                             "Update": {
                                 "TableName": self.settings.runs_table,
                                 "Key": {"run_id": {"S": run_id}},
-                                "UpdateExpression": "SET reserved_credits = reserved_credits + :take",
-                                "ConditionExpression": "attribute_exists(reserved_credits) AND #s = :running",
+                                "UpdateExpression": "SET reserved_credits = reserved_credits + :take"
+                                + (", credits_set_aside = credits_set_aside + :take" if counted else ""),
+                                "ConditionExpression": "attribute_exists(reserved_credits) AND #s = :running"
+                                + (" AND attribute_exists(credits_set_aside)" if counted else ""),
                                 "ExpressionAttributeNames": {"#s": "status"},
                                 "ExpressionAttributeValues": expression_values(take=take, running="running"),
                             }

@@ -50,7 +50,7 @@ class RunsTable(CreditsLedger):
         window = now_ms() // START_WINDOW_MS
         known_window = int(account.get("start_window", -1)) if account else -1
         for _ in range(ADMISSION_ATTEMPTS):
-            admitted = run.model_copy(update={"reserved_credits": reserve})
+            admitted = run.model_copy(update={"reserved_credits": reserve, "credits_set_aside": reserve})
             update = (
                 "SET active_runs = if_not_exists(active_runs, :zero) + :one,"
                 " credits_balance = credits_balance - :reserve"
@@ -207,6 +207,7 @@ class RunsTable(CreditsLedger):
             if account_id and run is None:
                 return False
             reserved = run.get("reserved_credits") if run else None
+            set_aside = run.get("credits_set_aside") if run else None
             names = {f"#{k}": k for k in fields} | {"#cur": "status"}
             values = expression_values(**jsonable_fields(fields), running="running")
             sets = ", ".join(f"#{k} = :{k}" for k in fields)
@@ -227,7 +228,8 @@ class RunsTable(CreditsLedger):
                 }
             }
             spent = int(fields.get("credits_consumed") or 0)
-            settle = self._settle(account_id, reserved, spent, release_slot=not hold_slot) if account_id else []
+            unspent = returned(reserved, set_aside)
+            settle = self._settle(account_id, unspent, spent, release_slot=not hold_slot) if account_id else []
             settled_by = account_id or ""
             try:
                 self._transact([run_update, *settle])
@@ -241,7 +243,7 @@ class RunsTable(CreditsLedger):
                 # The account counts no running run (it was stored before runs were counted) or has gone: settle
                 # without the slot, or end the run alone; the count never goes below zero.
                 try:
-                    self._transact([run_update, *self._settle(settled_by, reserved, spent, release_slot=False)])
+                    self._transact([run_update, *self._settle(settled_by, unspent, spent, release_slot=False)])
                 except ConditionFailed:
                     try:
                         self._transact([run_update])
@@ -304,3 +306,13 @@ def start_wait_ms(account: Mapping[str, Any] | None, max_starts_per_minute: int)
     if int(account.get("starts_in_window", 0)) < max_starts_per_minute:
         return None
     return retry_after_ms(window)
+
+
+def returned(reserved: Any, set_aside: Any) -> int | None:
+    """What a run's end gives back to its account: the reservation left, never below zero nor above what was set
+    aside for the run (a block can write its run's reservation, never a balance: docs/isolation.md). None for a run
+    without a reservation."""
+    if reserved is None:
+        return None
+    left = max(0, int(reserved))
+    return left if set_aside is None else min(left, int(set_aside))
