@@ -8,9 +8,10 @@ reaches moto.
 
 What is checked is what IAM checks for the actions the service's policies use: the action, the resource's ARN (a
 table, its index, an object), and the condition keys `dynamodb:LeadingKeys` (the partition key of every item a call
-touches) and `dynamodb:Attributes` (the top-level attributes a write names). A statement with a construct this
-module does not evaluate (`NotAction`, another condition operator or key) is refused with the construct named, not
-guessed at. The role's own policy is not evaluated here (tests/unit/test_iam.py holds it to what blocks do)."""
+touches) and `dynamodb:Attributes` (the top-level attributes a write names). A call is allowed when both the session
+policy and the role's own policies (template.yaml's, resolved) allow it, and neither denies it. A statement with a
+construct this module does not evaluate (`NotAction`, another condition operator) is refused with the construct
+named, not guessed at."""
 
 from __future__ import annotations
 
@@ -65,6 +66,8 @@ class UnsupportedPolicyError(Exception):
 @dataclass(frozen=True)
 class _Session:
     policy: dict[str, Any]
+    # The role's own policies, when the stack knows the role: IAM allows what both allow.
+    role_policy: dict[str, Any] | None
     expires: float
     arn: str
 
@@ -80,10 +83,18 @@ class Request:
 
 class SessionPolicies:
     """The sessions the stack vended with a policy, by access key, and the check of each call signed with one.
-    `partition_key(table, index)` names the partition key attribute of a table (or of its index)."""
+    `partition_key(table, index)` names the partition key attribute of a table (or of its index); `role_policies`
+    gives the policy documents of the template's roles, by ARN."""
 
-    def __init__(self, partition_key: Callable[[str, str | None], str | None], account_id: str, region: str):
+    def __init__(
+        self,
+        partition_key: Callable[[str, str | None], str | None],
+        account_id: str,
+        region: str,
+        role_policies: Mapping[str, list[dict[str, Any]]] | None = None,
+    ):
         self.partition_key = partition_key
+        self.role_policies = dict(role_policies or {})
         self.account_id = account_id
         self.region = region
         self._sessions: dict[str, _Session] = {}
@@ -108,10 +119,12 @@ class SessionPolicies:
         if session.expires < time.time():
             _refuse(client, operation, "ExpiredTokenException", "The security token included in the request is expired")
         for request in requests(service, operation, params, self.partition_key, self.region, self.account_id):
-            if not allows(session.policy, request):
+            if not allows(session.policy, request) or (
+                session.role_policy is not None and not allows(session.role_policy, request)
+            ):
                 message = (
                     f"User: {session.arn} is not authorized to perform: {request.action} on resource: "
-                    f"{request.resource} because no session policy allows the {request.action} action"
+                    f"{request.resource} because no session policy and role policy both allow it"
                 )
                 _refuse(client, operation, "AccessDenied" if service == "s3" else "AccessDeniedException", message)
         return None
@@ -131,7 +144,9 @@ class SessionPolicies:
         with self._lock:
             # Sessions end as their credentials expire: what the stack keeps does not grow with the runs it has run.
             self._sessions = {k: s for k, s in self._sessions.items() if s.expires >= now}
-            self._sessions[key] = _Session(policy, now + seconds, arn)
+            documents = self.role_policies.get(role)
+            role_policy = None if documents is None else {"Statement": [s for d in documents for s in _statements(d)]}
+            self._sessions[key] = _Session(policy, role_policy, now + seconds, arn)
         expiration = datetime.now(UTC) + timedelta(seconds=seconds)
         return {
             "Credentials": {

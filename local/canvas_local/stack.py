@@ -499,9 +499,10 @@ class LocalStack:
             # Every client built from now on in this process (handlers, stack, watcher) skips the socket.
             self._moto.serve_in_process(boto3.DEFAULT_SESSION)
             # A block's credentials reach only its own run, as IAM's session policies confine them on AWS.
-            self._moto.check_session_policies(
-                SessionPolicies(moto_partition_key(ACCOUNT_ID, REGION), ACCOUNT_ID, REGION)
+            policies = SessionPolicies(
+                moto_partition_key(ACCOUNT_ID, REGION), ACCOUNT_ID, REGION, self.template.role_policies()
             )
+            self._moto.check_session_policies(policies)
             # The AWS calls each function makes, while the e2e tier records them (tests/iam_observed.yaml).
             self._calls = iam_calls.watch(boto3.DEFAULT_SESSION, self.template.path, self.logical_ids)
         return environments

@@ -670,6 +670,15 @@ class Template:
             routes=tuple(self._routes(logical_id)),
         )
 
+    def role_policies(self) -> dict[str, list[dict[str, Any]]]:
+        """The policy documents of each role of the template, by the role's ARN, resolved."""
+        return {
+            self.get_att(lid, "Arn"): [
+                self.resolve(p["PolicyDocument"]) for p in resource.get("Properties", {}).get("Policies", [])
+            ]
+            for lid, resource in self.of_type("AWS::IAM::Role").items()
+        }
+
     def function_environment(self, logical_id: str) -> dict[str, str]:
         variables = {
             **((self.globals.get("Function") or {}).get("Environment") or {}).get("Variables", {}),

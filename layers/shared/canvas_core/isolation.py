@@ -105,18 +105,16 @@ def session_policy(scope: BlockScope, settings: ServiceSettings, widen: bool = F
     def table(name: str) -> str:
         return f"arn:aws:dynamodb:*:*:table/{name}"
 
-    def keys(leading: str, attributes: list[str] | None = None) -> dict[str, Any]:
-        condition: dict[str, list[str]] = {"dynamodb:LeadingKeys": [leading]}
-        if attributes is not None:
-            condition["dynamodb:Attributes"] = attributes
-        return {"ForAllValues:StringEquals": condition}
+    def keys(leading: str) -> dict[str, Any]:
+        return {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [leading]}}
 
     bucket = f"arn:aws:s3:::{settings.artifacts_bucket}"
     account = scope.account_id
     reads = [f"{bucket}/*/{account}/*"] if widen else [f"{bucket}/*/{account}/{run}/*" for run in scope.read_runs]
+    # Which items and objects are the block's; what it may do to them (a run's reservation, never a balance) is
+    # BlockSessionRole's own policy, which IAM intersects with this one. No Sid: the policy must fit IAM's limit.
     statements: list[dict[str, Any]] = [
         {
-            "Sid": "OwnCanvasAndTasks",
             "Effect": "Allow",
             "Action": [
                 "dynamodb:GetItem",
@@ -129,42 +127,21 @@ def session_policy(scope: BlockScope, settings: ServiceSettings, widen: bool = F
             "Condition": keys(scope.canvas_id),
         },
         {
-            "Sid": "ReadOwnRun",
             "Effect": "Allow",
-            "Action": ["dynamodb:GetItem", "dynamodb:BatchGetItem"],
+            "Action": ["dynamodb:GetItem", "dynamodb:UpdateItem"],
             "Resource": table(settings.runs_table),
             "Condition": keys(scope.run_id),
         },
         {
-            "Sid": "ReadOwnAccount",
             "Effect": "Allow",
-            "Action": ["dynamodb:GetItem", "dynamodb:BatchGetItem"],
+            "Action": ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"],
             "Resource": table(settings.accounts_table),
             "Condition": keys(account),
         },
-        {
-            "Sid": "SpendOwnReservation",
-            "Effect": "Allow",
-            "Action": "dynamodb:UpdateItem",
-            "Resource": table(settings.runs_table),
-            "Condition": keys(scope.run_id, ["run_id", "reserved_credits"]),
-        },
-        {
-            "Sid": "HoldOwnSlot",
-            "Effect": "Allow",
-            "Action": "dynamodb:UpdateItem",
-            "Resource": table(settings.accounts_table),
-            "Condition": keys(account, ["account_id", "running_blocks"]),
-        },
-        {"Sid": "ReadOwnObjects", "Effect": "Allow", "Action": "s3:GetObject", "Resource": reads},
-        {
-            "Sid": "WriteOwnObjects",
-            "Effect": "Allow",
-            "Action": "s3:PutObject",
-            "Resource": f"{bucket}/*/{account}/{scope.run_id}/*",
-        },
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": reads},
+        {"Effect": "Allow", "Action": "s3:PutObject", "Resource": f"{bucket}/*/{account}/{scope.run_id}/*"},
         # Task tokens name no resource; the tokens a block can read are its own canvas's.
-        {"Sid": "ReleaseOwnDependents", "Effect": "Allow", "Action": "states:SendTaskSuccess", "Resource": "*"},
+        {"Effect": "Allow", "Action": "states:SendTaskSuccess", "Resource": "*"},
     ]
     policy = {"Version": "2012-10-17", "Statement": statements}
     if not widen and len(compact(policy)) > MAX_POLICY_CHARS:
