@@ -26,7 +26,7 @@ def build() -> dict[str, Any]:
     from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
     from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn
 
-    from canvas_core import settings
+    from canvas_local.isolation import Environment
     from canvas_local.template import Template
 
     # Each function reads its settings when it is loaded: it is given what template.yaml gives the API functions.
@@ -47,7 +47,7 @@ def build() -> dict[str, Any]:
     for app in sorted(FUNCTIONS.glob("*/app.py")):
         if app.parent.name not in NOT_REST:
             merge.add_file(app, resolver_name="app")
-    with warnings.catch_warnings(), settings.environment_scope(settings.Environment({**os.environ, **variables})):
+    with warnings.catch_warnings(), Environment({**os.environ, **variables}).scope():
         # OpenAPIMerge warns and goes on when a function cannot be loaded; the document would miss its routes.
         warnings.filterwarnings("error", message="Failed to load")
         document = json.loads(merge.get_openapi_json_schema())

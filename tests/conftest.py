@@ -4,6 +4,9 @@ stack in tests/fixtures/mini_stack."""
 
 from __future__ import annotations
 
+import json
+import logging
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,12 +21,37 @@ MINI_STACK_TEMPLATE = Path(__file__).parent / "fixtures" / "mini_stack" / "templ
 
 @pytest.fixture(autouse=True)
 def fresh_settings() -> Iterator[None]:
-    """Each test reads canvas_core's settings from the environment as it leaves it (a process keeps them once
-    read, as a Lambda container does); a test that changes a variable after they were read calls
-    `settings.reset()`."""
+    """No settings model read by one test is answered to another."""
     settings.reset()
     yield
     settings.reset()
+
+
+class _CurrentStdout:
+    """Writes to sys.stdout as it is when written to (pytest's capture replaces it between a test's phases)."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+@pytest.fixture
+def log_lines(capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[], list[dict[str, Any]]]]:
+    """`log_lines()`: the JSON lines canvas_core's logger wrote since the last call. Its handler keeps the stream it
+    was made with, so it writes to this test's captured output meanwhile."""
+    from canvas_core.observability import logger
+
+    handler = logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
+    previous, handler.stream = handler.stream, _CurrentStdout()
+
+    def read() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+
+    yield read
+    handler.stream = previous
 
 
 @pytest.fixture

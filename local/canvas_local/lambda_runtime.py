@@ -22,6 +22,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from canvas_local import isolation as isolated
+
 REGION = "us-east-1"
 # moto's default account: every ARN moto mints uses it, so ours do too.
 ACCOUNT_ID = "123456789012"
@@ -58,26 +60,10 @@ def _running(function: str) -> Iterator[None]:
         _running_function.reset(token)
 
 
-def isolation(name: str, variables: Mapping[str, str] | None) -> Callable[[], contextlib.AbstractContextManager[Any]]:
-    """What else an environment keeps to itself besides its module: canvas_core's logger and its keys, and the
-    settings canvas_core reads from `variables`, the function's environment (None: the process's)."""
-    try:
-        from canvas_core import observability, settings
-    except ImportError:  # a function that does not use canvas_core
-        return contextlib.nullcontext
-    logger = observability.environment_logger(name)
-    own = None if variables is None else settings.Environment(variables)
-
-    @contextlib.contextmanager
-    def scope() -> Iterator[None]:
-        with observability.logger_scope(logger):
-            if own is None:
-                yield
-                return
-            with settings.environment_scope(own):
-                yield
-
-    return scope
+def isolation(variables: Mapping[str, str] | None) -> isolated.Environment:
+    """What an environment keeps to itself besides its module: `variables`, the function's environment (None: the
+    process's), and what Powertools keeps once per process (canvas_local.isolation)."""
+    return isolated.Environment(variables)
 
 
 def function_arn(name: str, region: str = REGION, account_id: str = ACCOUNT_ID) -> str:
@@ -190,13 +176,13 @@ class ExecutionEnvironment:
         self.invocations = 0
         self.init_ms: float | None = None
         self._handler: Handler | None = None
-        self._scope = isolation(self.name, function.environment)
+        self._own = isolation(function.environment)
 
     def invoke(self, event: Any, context: LambdaContext) -> Any:
         """Runs the handler; the first invocation pays the init (the module import), as a cold start does.
         FunctionError (Sandbox.Timedout) when the handler ran past the function's timeout."""
         init_ms = None
-        with self._scope(), _running(self.function.name):
+        with self._own.scope(), _running(self.function.name):
             if self._handler is None:
                 started = time.perf_counter()
                 self._handler = self.function.load()
@@ -215,7 +201,7 @@ class ExecutionEnvironment:
 
     def start(self) -> None:
         """The init alone (the module import), in the environment's scope: what a cold start runs first."""
-        with self._scope(), _running(self.function.name):
+        with self._own.scope(), _running(self.function.name):
             self._handler = self.function.load()
 
     def _report(self, context: LambdaContext, duration_ms: float, init_ms: float | None) -> None:

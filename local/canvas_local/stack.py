@@ -23,7 +23,7 @@ from typing import Any, Self
 import boto3
 from moto.dynamodb.models import dynamodb_backends
 
-from canvas_local import credentials, heap, iam_calls, moto_patch, priority
+from canvas_local import credentials, heap, iam_calls, isolation, moto_patch, priority
 from canvas_local.credentials import StackCredentials
 from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.downloads import DownloadLinks, signing_key
@@ -448,9 +448,10 @@ class LocalStack:
 
     def _apply_environment(self, specs: list[FunctionSpec]) -> dict[str, dict[str, str]]:
         """Each function's environment, by logical id: what its template entry and Globals give it, then the
-        stack's own settings. A function reads its settings from its own environment only, as on Lambda; the
-        process's environment holds every function's merged (the first value of a name wins), for what the stack
-        and tests call outside any function (accounts seeded, runs ended at stop, a test's own reads)."""
+        stack's own settings, over the host's (canvas_local.isolation.function_environment). Its handler sees only
+        that, as on Lambda; the process's environment holds every function's merged (the first value of a name
+        wins), for what the stack and tests call outside any function (accounts seeded, runs ended at stop, a
+        test's own reads)."""
         # Settings an operator gives in the environment (a model endpoint, model ids, a search provider) win
         # over the template's defaults; names of tables, the bucket and AWS endpoints stay the stack's own.
         stack_own = {name: value for name, value in os.environ.items() if is_operator_setting(name)}
@@ -493,6 +494,9 @@ class LocalStack:
             # A real session token would be sent along with the dummy keys.
             self._saved_environ.setdefault("AWS_SESSION_TOKEN", os.environ.pop("AWS_SESSION_TOKEN", None))
         self.environment = merged
+        environments = {
+            logical_id: isolation.function_environment(own, others=merged) for logical_id, own in environments.items()
+        }
         _forget_cached_clients()
         priority.mark_api_calls()
         if self._moto is not None:

@@ -19,6 +19,7 @@ from canvas_core import settings
 from canvas_core.adapters.aws import reset_clients
 from canvas_core.auth import create_account_with_key
 from canvas_local import moto_patch
+from canvas_local.isolation import Environment
 from canvas_local.template import Template
 from tests.support import ROOT
 
@@ -80,8 +81,9 @@ def account(aws: SimpleNamespace) -> SimpleNamespace:
 @pytest.fixture(scope="session")
 def function(template: Template) -> Callable[[str], Callable[[dict, Any], dict]]:
     """The handler of a function folder, e.g. function("api/get_run"), loaded as Lambda would load it. Its import and
-    each call read settings from the process's environment without the variables template.yaml gives other
-    functions and not this one (a test's own values of its variables reach it; another function's never do)."""
+        each call read settings from the process's environment without the variables template.yaml gives other
+        functions and not this one (a test's own values of its variables reach it; another function's never do), as an
+    execution environment of its own (canvas_local.isolation): its Logger keys, metrics and request its own."""
     functions = ROOT / "functions"
     variables = {
         spec.code_dir.relative_to(functions).as_posix(): set(spec.environment) for spec in template.functions()
@@ -89,20 +91,20 @@ def function(template: Template) -> Callable[[str], Callable[[dict, Any], dict]]
     any_functions = set().union(*variables.values())
     loaded: dict[str, Callable] = {}
 
-    def environment(folder: str) -> settings.Environment:
+    def environment(folder: str) -> Environment:
         others = any_functions - variables[folder]
-        return settings.Environment({name: value for name, value in os.environ.items() if name not in others})
+        return Environment({name: value for name, value in os.environ.items() if name not in others})
 
     def load(folder: str) -> Callable[[dict, Any], dict]:
         if folder not in loaded:
             path = Path(functions, folder, "app.py")
             spec = importlib.util.spec_from_file_location(f"fn_{folder.replace('/', '_')}", path)
             module = importlib.util.module_from_spec(spec)
-            with settings.environment_scope(environment(folder)):
+            with environment(folder).scope():
                 spec.loader.exec_module(module)
 
             def handler(event: dict, context: Any, run: Callable = module.handler) -> dict:
-                with settings.environment_scope(environment(folder)):
+                with environment(folder).scope():
                     return run(event, context)
 
             loaded[folder] = handler

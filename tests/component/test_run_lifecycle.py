@@ -304,8 +304,6 @@ def test_retried_block_does_not_run_twice(aws, account, function, context):
 def test_a_block_publishes_its_outcome_latency_and_spend_as_embedded_metrics(
     aws, account, function, context, monkeypatch, capsys
 ):
-    from canvas_core import observability
-
     # Given a planned run, and metrics on as in a deployed function (one execution environment's, so that the
     # namespace the environment sets is the one they are published under)
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
@@ -316,8 +314,7 @@ def test_a_block_publishes_its_outcome_latency_and_spend_as_embedded_metrics(
     handler = function("blocks/prompt_block")
     capsys.readouterr()
     # When the block runs
-    with observability.logger_scope(observability.environment_logger("prompt-block/0")):
-        handler({**ids, **first}, context)
+    handler({**ids, **first}, context)
     # Then one embedded-metrics line carries its figures, by block type and never by run or block id
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     assert len(lines) == 1

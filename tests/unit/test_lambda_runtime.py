@@ -3,7 +3,6 @@ and canvas_core's logger to itself, serving one invocation at a time up to the f
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import threading
@@ -439,7 +438,7 @@ def test_each_function_reads_its_settings_from_its_own_environment(tmp_path, mon
 # ---------------------------------------------------------------- each environment's logger
 
 
-def test_each_environment_logs_with_keys_of_its_own(pool, handler_file, capsys):
+def test_each_environment_logs_with_keys_of_its_own(pool, handler_file, log_lines):
     # Given a function whose handler appends a key to canvas_core's logger, then logs once both calls have
     function = handler_file("Logging", 2)
     barrier = threading.Barrier(2)
@@ -451,61 +450,10 @@ def test_each_environment_logs_with_keys_of_its_own(pool, handler_file, capsys):
     assert a["keys"]["marker"] == "a"
     assert b["keys"]["marker"] == "b"
     # And each line written carries the marker of the invocation that wrote it
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    served = {line["message"]: line.get("marker") for line in lines if line["message"].startswith("served")}
+    served = {line["message"]: line.get("marker") for line in log_lines() if line["message"].startswith("served")}
     assert served == {"served a": "a", "served b": "b"}
     # And the process's own logger got neither
     assert "marker" not in observability.logger.get_current_keys()
-
-
-# ---------------------------------------------------------------- environments created at once
-
-
-class BlockingCache(dict):
-    """A logger's level cache whose `clear` holds the thread clearing it: logging clears every logger's cache
-    while it walks its registry of loggers, on every setLevel anywhere in the process."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.armed = False
-        self.walking = threading.Event()
-        self.resume = threading.Event()
-
-    def clear(self) -> None:
-        if self.armed and not self.walking.is_set():
-            self.walking.set()
-            self.resume.wait(timeout=5)
-        super().clear()
-
-
-@pytest.fixture
-def logging_walk_held() -> Iterator[BlockingCache]:
-    """A logger in logging's registry that, once armed, holds the first thread walking the registry until
-    `resume`."""
-    name = "canvas-test-walk-holder"
-    holder = logging.getLogger(name)
-    cache = holder._cache = BlockingCache()
-    yield cache
-    cache.resume.set()
-    logging.Logger.manager.loggerDict.pop(name, None)
-
-
-def test_environment_loggers_created_at_once_are_all_created(pool, logging_walk_held):
-    # Given the logger of an environment that has ended, whose name the next environment reuses
-    reused_name = observability.environment_logger("Reused/1").name
-    # And another environment's logger being created, its level being set while logging walks its loggers
-    logging_walk_held.armed = True
-    other = pool.submit(observability.environment_logger, "Other/1")
-    assert logging_walk_held.walking.wait(timeout=5)
-
-    # When the next environment's logger is created meanwhile (it takes the reused name)
-    reused = pool.submit(observability.environment_logger, "Reused/1")
-    wait_until(lambda: reused_name not in logging.Logger.manager.loggerDict or reused.done())
-    logging_walk_held.resume.set()
-
-    # Then both environments get their logger
-    assert reused.result(timeout=5).name == reused_name
-    assert other.result(timeout=5).name.endswith("@Other/1")
 
 
 def test_an_environment_that_could_not_be_created_gives_its_place_back(monkeypatch):
@@ -513,10 +461,10 @@ def test_an_environment_that_could_not_be_created_gives_its_place_back(monkeypat
     failures = iter([RuntimeError("dictionary changed size during iteration")])
     real_isolation = lambda_runtime.isolation
 
-    def isolation_failing_once(name: str, variables: Any) -> Any:
+    def isolation_failing_once(variables: Any) -> Any:
         for failure in failures:
             raise failure
-        return real_isolation(name, variables)
+        return real_isolation(variables)
 
     monkeypatch.setattr(lambda_runtime, "isolation", isolation_failing_once)
     function = LocalFunction.of("Fragile", lambda event, context: "served", concurrency=1)

@@ -16,7 +16,6 @@ import pytest
 from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel
 
-from canvas_core import observability
 from canvas_core.api import SuccessBody, create_app, ok
 from canvas_core.models.base import Model
 from tests.support import ROOT, body_of, load_event
@@ -40,11 +39,6 @@ class OtherAnswer(Model):
 def api_environment(environment_of):
     """A resolver reads its function's settings when it is built."""
     environment_of("GetRunFunction")
-
-
-def logged(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
-    """The JSON lines logged since the last call."""
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
 
 
 def answering(result: Any) -> Any:
@@ -92,17 +86,16 @@ def test_a_route_returning_its_model_answers_it_in_the_success_shape(result, dat
     ],
     ids=["another-model", "a-dict-shaped-like-it", "the-model-without-its-envelope", "nothing"],
 )
-def test_a_route_returning_anything_but_its_model_answers_500_and_logs_the_mismatch(result, capsys):
+def test_a_route_returning_anything_but_its_model_answers_500_and_logs_the_mismatch(result, log_lines):
     # Given a route that declares SuccessBody[Answer] and returns something else
     app = answering(result)
-    # When it is called (logging to this test's output)
-    with observability.logger_scope(observability.environment_logger("RouteAnswers")):
-        response = get_run(app)
+    # When it is called
+    response = get_run(app)
     # Then the client gets the contract's internal error, not the wrong body
     assert response["statusCode"] == 500
     assert body_of(response) == {"success": False, "error": "Internal server error"}
     # And the mismatch is logged as an error, naming the request and what did not match
-    [line] = [line for line in logged(capsys) if line["message"] == "Answer does not match the route's model"]
+    [line] = [line for line in log_lines() if line["message"] == "Answer does not match the route's model"]
     assert line["level"] == "ERROR"
     assert line["request"] == f"GET /v1/run/{RUN_ID}"
     assert line["mismatch"] and all(problem["loc"][0] == "response" for problem in line["mismatch"])

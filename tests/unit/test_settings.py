@@ -4,8 +4,10 @@ where several share one process."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from canvas_core.settings import (
     WebhookQueueSettings,
     WebhookSettings,
 )
+from canvas_local.isolation import Environment
 from tests.support import ROOT, function_environment, template
 
 pytestmark = pytest.mark.unit
@@ -188,11 +191,26 @@ def read_at_start(logical_id: str) -> set[str]:
     """The variables a function's cold start reads, in the environment template.yaml gives it alone: the fields of
     every settings model it loads (its family's, and the resources it alone is given)."""
     spec = next(s for s in template().functions() if s.logical_id == logical_id)
-    environment = settings.Environment(function_environment(logical_id))
-    with settings.environment_scope(environment):
+    with Environment(function_environment(logical_id)).scope(), models_read() as loaded:
         start(spec.code_dir.relative_to(ROOT / "functions").as_posix())
-    assert family_of(spec.code_dir) in environment.loaded, logical_id
-    return {str(field.alias) for model in environment.loaded for field in model.model_fields.values()}
+    assert family_of(spec.code_dir) in loaded, logical_id
+    return {str(field.alias) for model in loaded for field in model.model_fields.values()}
+
+
+@contextlib.contextmanager
+def models_read() -> Iterator[set[type[EnvSettings]]]:
+    """The settings models validated meanwhile (none is kept from before)."""
+    read: set[type[EnvSettings]] = set()
+    validate = EnvSettings.from_values.__func__  # type: ignore[attr-defined]
+
+    def recorded(model: type[EnvSettings], values: dict) -> EnvSettings:
+        read.add(model)
+        return validate(model, values)
+
+    settings.reset()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(EnvSettings, "from_values", classmethod(recorded))
+        yield read
 
 
 def is_read(variable: str, read: set[str]) -> bool:
@@ -239,7 +257,7 @@ def test_a_function_whose_template_entry_lacks_a_resource_it_reads_fails_when_it
     del environment[variable]
     monkeypatch.setenv(variable, "in-the-process-but-not-the-function")
     # When Lambda loads its handler (the cold start) in that environment
-    with settings.environment_scope(settings.Environment(environment)), pytest.raises(SettingsError) as raised:
+    with Environment(environment).scope(), pytest.raises(SettingsError) as raised:
         start(folder)
     # Then it fails there, naming the variable
     assert f"{variable} is not set" in str(raised.value)
@@ -251,12 +269,11 @@ def test_a_function_whose_template_entry_lacks_a_resource_it_reads_fails_when_it
 def test_each_environment_reads_its_own_variables_and_never_the_processs(monkeypatch):
     # Given the process's environment naming one state machine, and two environments on threads of their own
     monkeypatch.setenv("STATE_MACHINE_ARN", "arn:process")
-    own = settings.Environment({"STATE_MACHINE_ARN": "arn:own"})
-    bare = settings.Environment({})
+    own, bare = Environment({"STATE_MACHINE_ARN": "arn:own"}), Environment({})
     read: dict[str, str | Exception] = {}
 
-    def read_in(name: str, environment: settings.Environment) -> None:
-        with settings.environment_scope(environment):
+    def read_in(name: str, environment: Environment) -> None:
+        with environment.scope():
             try:
                 read[name] = settings.state_machine_settings().state_machine_arn
             except SettingsError as exc:
@@ -269,22 +286,20 @@ def test_each_environment_reads_its_own_variables_and_never_the_processs(monkeyp
     for thread in threads:
         thread.join()
 
-    # Then each read its own variables, kept them for its next read, and the process keeps its own
+    # Then each read its own variables, and the process keeps its own
     assert read["own"] == "arn:own" and isinstance(read["bare"], SettingsError)
-    assert StateMachineSettings in own.loaded and StateMachineSettings not in bare.loaded
     assert settings.state_machine_settings().state_machine_arn == "arn:process"
 
 
-def test_a_model_is_read_once_until_reset(monkeypatch, environment_of):
+def test_a_model_is_validated_once_for_the_values_it_reads(monkeypatch, environment_of):
     # Given the settings read once
     environment_of("CreateRunFunction")
     monkeypatch.setenv("MAX_CONCURRENT_RUNS", "3")
     first = settings.api_settings()
-    # When the environment changes
-    monkeypatch.setenv("MAX_CONCURRENT_RUNS", "4")
-    # Then the process keeps what it read, until it is told to read again
+    # When they are read again, the variables unchanged, Then the model read first is answered
     assert settings.api_settings() is first and first.max_concurrent_runs == 3
-    settings.reset()
+    # And when a variable changes, the model of its new value
+    monkeypatch.setenv("MAX_CONCURRENT_RUNS", "4")
     assert settings.api_settings().max_concurrent_runs == 4
 
 
@@ -302,7 +317,7 @@ def test_a_model_is_read_once_until_reset(monkeypatch, environment_of):
 def test_a_function_with_a_bad_setting_fails_when_it_starts(folder, variable, value):
     # Given a bad value of a setting the function's family reads, in the environment template.yaml gives it
     logical_id = next(s.logical_id for s in template().functions() if s.code_dir == ROOT / "functions" / folder)
-    environment = settings.Environment(function_environment(logical_id) | {variable: value})
+    environment = Environment(function_environment(logical_id) | {variable: value})
     # When Lambda loads its handler (the cold start), Then it fails there, naming the variable
-    with settings.environment_scope(environment), pytest.raises(SettingsError, match=f"{variable}='{value}'"):
+    with environment.scope(), pytest.raises(SettingsError, match=f"{variable}='{value}'"):
         start(folder)

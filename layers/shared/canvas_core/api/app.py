@@ -134,16 +134,8 @@ class _ProxyEvent(APIGatewayProxyEvent):
 
 
 class Resolver(APIGatewayRestResolver):
-    """An APIGatewayRestResolver that keeps the event and Lambda context it resolves on itself, reads form bodies
-    with canvas_core's reader, and documents what its error map answers.
-
-    Powertools keeps the event and context on a class attribute that every resolver in the process shares: right on
-    Lambda, where a process serves one invocation at a time, wrong where one process hosts several execution
-    environments (the embedded stack), whose resolvers would read each other's requests.
-    """
-
-    _own_event: BaseProxyEvent | None = None
-    _own_lambda_context: Any = None
+    """An APIGatewayRestResolver that validates what routes return, reads form bodies with canvas_core's reader,
+    judges header parameters on `headers`, and documents what its error map answers."""
 
     def __init__(self) -> None:
         # What a route returns is validated against its return annotation; one that does not match raises
@@ -153,28 +145,7 @@ class Resolver(APIGatewayRestResolver):
         self._request_validation_middleware = _RequestValidation()  # type: ignore[no-untyped-call]
 
     def _to_proxy_event(self, event: dict[str, Any]) -> BaseProxyEvent:
-        self._own_event = _ProxyEvent(event, self._json_body_deserializer)
-        return self._own_event
-
-    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        self._own_lambda_context = context
-        return super().resolve(event, context)
-
-    @property  # type: ignore[override]
-    def current_event(self) -> BaseProxyEvent:
-        return self._own_event  # type: ignore[return-value]
-
-    @current_event.setter
-    def current_event(self, value: BaseProxyEvent) -> None:
-        self._own_event = value
-
-    @property
-    def lambda_context(self) -> Any:
-        return self._own_lambda_context
-
-    @lambda_context.setter
-    def lambda_context(self, value: Any) -> None:
-        self._own_lambda_context = value
+        return _ProxyEvent(event, self._json_body_deserializer)
 
     def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:
         """Powertools' document, without the 422 this resolver never answers, with the route's own 500 (the error body)

@@ -1,7 +1,7 @@
 """Every setting canvas_core reads from the environment, as one pydantic model per function family; nothing
 else in canvas_core reads the environment. template.yaml gives each function the variables its models read and no
 other (Globals what every function reads: `ServiceSettings`, Powertools'; its entry its family's and its own
-resources'), the embedded stack each function the same from the template, tests set them with monkeypatch.
+resources'); tests set them with monkeypatch.
 
 | family | functions | model | made of |
 |---|---|---|---|
@@ -18,22 +18,18 @@ endpoints' API and the portal, which queue pings).
 A function's models are read when the function starts (its cold start): a bad value, or a resource its template
 entry lacks, fails it there, with a message that names the variable, never in the middle of a request. Code
 reads the smallest model that has what it needs (the store `service_settings()`, a provider
-`provider_settings()`, ...): each is read once per execution environment from the same variables, so it agrees
-with the models that were checked.
-
-After changing the environment of a running process (a test), `reset()` makes the next read see the change.
+`provider_settings()`, ...): each is validated once for the values its variables hold (on Lambda, once per
+container), so it agrees with the models that were checked.
 """
 
 from __future__ import annotations
 
 from canvas_core.settings.api import ApiSettings, StateMachineSettings
 from canvas_core.settings.base import (
-    Environment,
     EnvSettings,
     ServiceSettings,
     SettingsError,
     TracingSettings,
-    environment_scope,
     load,
     reset,
 )
@@ -97,7 +93,6 @@ __all__ = [
     "BlockSettings",
     "DeliverySettings",
     "EnvSettings",
-    "Environment",
     "FetchSettings",
     "GatherSettings",
     "ModelProviderName",
@@ -112,7 +107,6 @@ __all__ = [
     "api_settings",
     "block_settings",
     "delivery_settings",
-    "environment_scope",
     "fetch_settings",
     "gather_settings",
     "load",

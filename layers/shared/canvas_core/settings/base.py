@@ -4,9 +4,7 @@ pydantic, once per execution environment (`load`); the settings every function s
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from typing import Annotated, Any, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -45,11 +43,15 @@ class EnvSettings(BaseModel):
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Self:
-        """The model from `environ` (by default the environment in charge: `environment_scope`'s, or the
-        process's): each field from its variable, stripped of spaces, or its default where the variable is unset or
-        empty. SettingsError names every bad value and every required variable unset."""
-        environ = current_environ() if environ is None else environ
-        values: dict[str, Any] = {}
+        """The model from `environ` (by default the process's environment: on Lambda, the function's): each field
+        from its variable, stripped of spaces, or its default where the variable is unset or empty. SettingsError
+        names every bad value and every required variable unset."""
+        return cls.from_values(cls.values_in(os.environ if environ is None else environ))
+
+    @classmethod
+    def values_in(cls, environ: Mapping[str, str]) -> dict[str, str | dict[str, str]]:
+        """What `environ` holds for each field, by variable: the fields left out are unset or empty."""
+        values: dict[str, str | dict[str, str]] = {}
         for field in cls.model_fields.values():
             variable = cast(str, field.alias)
             if variable.startswith("*"):
@@ -57,6 +59,10 @@ class EnvSettings(BaseModel):
                 values[variable] = {k: v.strip() for k, v in environ.items() if k.endswith(suffix) and v.strip()}
             elif value := environ.get(variable, "").strip():
                 values[variable] = value
+        return values
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, str | dict[str, str]]) -> Self:
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
@@ -102,49 +108,24 @@ class TracingSettings(EnvSettings):
     trace_disabled: bool = env("POWERTOOLS_TRACE_DISABLED", False)
 
 
-class Environment:
-    """One execution environment's variables, and the models read from them (each once, from its cold start on)."""
-
-    def __init__(self, variables: Mapping[str, str]):
-        self.variables = dict(variables)
-        self.loaded: dict[type[EnvSettings], EnvSettings] = {}
-
-
-_loaded: dict[type[EnvSettings], EnvSettings] = {}
-_environment: ContextVar[Environment | None] = ContextVar("canvas_settings_environment", default=None)
-
-
-@contextmanager
-def environment_scope(environment: Environment) -> Iterator[Environment]:
-    """Read settings from `environment` in this thread (and what it starts with its context) until exit.
-
-    On Lambda a process is one execution environment and its environment is the function's. A runtime that hosts
-    several in one process (the embedded stack, the component tests) runs each one's import and invocations in
-    its scope, so a function reads only the variables its template entry gives it, never the process's."""
-    token = _environment.set(environment)
-    try:
-        yield environment
-    finally:
-        _environment.reset(token)
-
-
-def current_environ() -> Mapping[str, str]:
-    """The variables settings are read from here: the scope's, or the process's environment outside any."""
-    environment = _environment.get()
-    return os.environ if environment is None else environment.variables
+_loaded: dict[tuple[type[EnvSettings], tuple[tuple[str, Any], ...]], EnvSettings] = {}
 
 
 def load[S: EnvSettings](model: type[S]) -> S:
-    """`model` as the environment in charge gave it when first asked for there: on Lambda, once per container."""
-    environment = _environment.get()
-    loaded = _loaded if environment is None else environment.loaded
-    found = loaded.get(model)
+    """`model` from the environment, validated the first time its variables hold these values: on Lambda, once per
+    container (a test that changes a variable gets the model of the new value)."""
+    values = model.values_in(os.environ)
+    key = (model, tuple((name, _hashable(value)) for name, value in values.items()))
+    found = _loaded.get(key)
     if found is None:
-        found = loaded.setdefault(model, model.from_environ())
+        found = _loaded.setdefault(key, model.from_values(values))
     return cast(S, found)
 
 
+def _hashable(value: str | dict[str, str]) -> str | tuple[tuple[str, str], ...]:
+    return value if isinstance(value, str) else tuple(sorted(value.items()))
+
+
 def reset() -> None:
-    """Forget every model the process loaded outside any environment's scope: the next `load` reads the
-    process's environment as it is now (after a test, or the embedded stack, changed it)."""
+    """Forget every model read so far."""
     _loaded.clear()
