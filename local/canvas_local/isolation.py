@@ -129,7 +129,14 @@ def _install_powertools() -> None:
             pass
         else:
             if "logger" not in _installed:
-                per_environment(observability.logger.registered_formatter, _LOGGER_KEYS)
+                formatter = observability.logger.registered_formatter
+                keys = copy.copy(getattr(formatter, "log_format", {}))
+                # The service as the environment names it, as a process's Logger reads it when it starts.
+                per_environment(
+                    formatter,
+                    _LOGGER_KEYS,
+                    log_format=lambda: {**keys, "service": os.getenv("POWERTOOLS_SERVICE_NAME") or keys.get("service")},
+                )
                 _installed.add("logger")
             if "metrics" not in _installed:
                 # Namespace and service as the environment gives them, as a process reads them when it starts.
