@@ -26,7 +26,7 @@ def build() -> dict[str, Any]:
     from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
     from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn
 
-    from canvas_local.isolation import Environment
+    from canvas_local.environments import Environment
     from canvas_local.template import Template
 
     # Each function reads its settings when it is loaded: it is given what template.yaml gives the API functions.

@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from canvas_local import isolation as isolated
+from canvas_local import environments as isolated
 
 REGION = "us-east-1"
 # moto's default account: every ARN moto mints uses it, so ours do too.
@@ -62,7 +62,7 @@ def _running(function: str) -> Iterator[None]:
 
 def isolation(variables: Mapping[str, str] | None) -> isolated.Environment:
     """What an environment keeps to itself besides its module: `variables`, the function's environment (None: the
-    process's), and what Powertools keeps once per process (canvas_local.isolation)."""
+    process's), and what Powertools keeps once per process (canvas_local.environments)."""
     return isolated.Environment(variables)
 
 

@@ -23,10 +23,11 @@ from typing import Any, Self
 import boto3
 from moto.dynamodb.models import dynamodb_backends
 
-from canvas_local import credentials, heap, iam_calls, isolation, moto_patch, priority
+from canvas_local import credentials, heap, iam_calls, moto_patch, priority
 from canvas_local.credentials import StackCredentials
 from canvas_local.defaults import DEFAULT_TEMPLATE, PROVIDERS
 from canvas_local.downloads import DownloadLinks, signing_key
+from canvas_local.environments import function_environment
 from canvas_local.events import ExecutionWatcher
 from canvas_local.faults import FaultInjector, Faults
 from canvas_local.faults import from_environment as faults_from_environment
@@ -448,7 +449,7 @@ class LocalStack:
 
     def _apply_environment(self, specs: list[FunctionSpec]) -> dict[str, dict[str, str]]:
         """Each function's environment, by logical id: what its template entry and Globals give it, then the
-        stack's own settings, over the host's (canvas_local.isolation.function_environment). Its handler sees only
+        stack's own settings, over the host's (canvas_local.environments.function_environment). Its handler sees only
         that, as on Lambda; the process's environment holds every function's merged (the first value of a name
         wins), for what the stack and tests call outside any function (accounts seeded, runs ended at stop, a
         test's own reads)."""
@@ -495,7 +496,7 @@ class LocalStack:
             self._saved_environ.setdefault("AWS_SESSION_TOKEN", os.environ.pop("AWS_SESSION_TOKEN", None))
         self.environment = merged
         environments = {
-            logical_id: isolation.function_environment(own, others=merged) for logical_id, own in environments.items()
+            logical_id: function_environment(own, others=merged) for logical_id, own in environments.items()
         }
         _forget_cached_clients()
         priority.mark_api_calls()

@@ -19,7 +19,7 @@ from canvas_core import settings
 from canvas_core.adapters.aws import reset_clients
 from canvas_core.auth import create_account_with_key
 from canvas_local import moto_patch
-from canvas_local.isolation import Environment
+from canvas_local.environments import Environment
 from canvas_local.template import Template
 from tests.support import ROOT
 
@@ -83,7 +83,7 @@ def function(template: Template) -> Callable[[str], Callable[[dict, Any], dict]]
     """The handler of a function folder, e.g. function("api/get_run"), loaded as Lambda would load it. Its import and
         each call read settings from the process's environment without the variables template.yaml gives other
         functions and not this one (a test's own values of its variables reach it; another function's never do), as an
-    execution environment of its own (canvas_local.isolation): its Logger keys, metrics and request its own."""
+    execution environment of its own (canvas_local.environments): its Logger keys, metrics and request its own."""
     functions = ROOT / "functions"
     variables = {
         spec.code_dir.relative_to(functions).as_posix(): set(spec.environment) for spec in template.functions()

@@ -28,7 +28,7 @@ from canvas_core.settings import (
     WebhookQueueSettings,
     WebhookSettings,
 )
-from canvas_local.isolation import Environment
+from canvas_local.environments import Environment
 from tests.support import ROOT, function_environment, template
 
 pytestmark = pytest.mark.unit

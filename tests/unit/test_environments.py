@@ -1,4 +1,4 @@
-"""canvas_local.isolation: execution environments sharing one process each have what a Lambda process has to
+"""canvas_local.environments: execution environments sharing one process each have what a Lambda process has to
 itself: the request its resolver is resolving, its Logger keys and metrics, and its function's variables in
 `os.environ`; outside every environment the process keeps its own."""
 
@@ -16,7 +16,7 @@ import pytest
 from canvas_core import observability
 from canvas_core.api.app import create_app
 from canvas_core.observability import count, metrics
-from canvas_local.isolation import Environment, function_environment
+from canvas_local.environments import Environment, function_environment
 from tests.support import body_of, load_event
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(30)]
