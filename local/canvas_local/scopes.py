@@ -28,7 +28,13 @@ from typing import Any
 
 # IAM's limit on a session policy's plain text.
 MAX_POLICY_CHARS = 2048
+# The sessions kept at most (each a policy of 2 KB at most): far more blocks than one machine runs within the hour
+# their credentials last, and a bound on what a long-running stack keeps whatever it runs.
+MAX_SESSIONS = 4096
 _KEY_CHARS = string.ascii_uppercase + string.digits
+# The access keys the stack vends start so (a temporary key's ASIA, then a mark): one it no longer holds a session for
+# (expired, or the oldest past MAX_SESSIONS) is refused as expired, never taken for one of moto's.
+_KEY_PREFIX = "ASIACNVS"
 _TRANSACTION_ITEMS = {
     "Put": "PutItem",
     "Update": "UpdateItem",
@@ -113,11 +119,13 @@ class SessionPolicies:
             client._emit_api_params(api_params=dict(params), operation_model=model, context={})
             return self._vend(client, params)
         credentials = getattr(client._request_signer, "_credentials", None)
-        session = self._sessions.get(getattr(credentials, "access_key", None) or "")
-        if session is None:
+        key = getattr(credentials, "access_key", None) or ""
+        if not key.startswith(_KEY_PREFIX):
             return None
-        if session.expires < time.time():
-            _refuse(client, operation, "ExpiredTokenException", "The security token included in the request is expired")
+        session = self._sessions.get(key)
+        if session is None or session.expires < time.time():
+            expired = "ExpiredToken" if service == "s3" else "ExpiredTokenException"
+            _refuse(client, operation, expired, "The security token included in the request is expired")
         for request in requests(service, operation, params, self.partition_key, self.region, self.account_id):
             if not allows(session.policy, request) or (
                 session.role_policy is not None and not allows(session.role_policy, request)
@@ -137,13 +145,15 @@ class SessionPolicies:
         for statement in _statements(policy):
             _check_supported(statement)
         seconds = int(params.get("DurationSeconds") or 3600)
-        key = "ASIA" + "".join(secrets.choice(_KEY_CHARS) for _ in range(16))
+        key = _KEY_PREFIX + "".join(secrets.choice(_KEY_CHARS) for _ in range(20 - len(_KEY_PREFIX)))
         role = str(params["RoleArn"])
         arn = f"arn:aws:sts::{self.account_id}:assumed-role/{role.rsplit('/', 1)[-1]}/{params['RoleSessionName']}"
         now = time.time()
         with self._lock:
             # Sessions end as their credentials expire: what the stack keeps does not grow with the runs it has run.
             self._sessions = {k: s for k, s in self._sessions.items() if s.expires >= now}
+            for oldest in list(self._sessions)[: max(0, len(self._sessions) + 1 - MAX_SESSIONS)]:
+                del self._sessions[oldest]
             documents = self.role_policies.get(role)
             role_policy = None if documents is None else {"Statement": [s for d in documents for s in _statements(d)]}
             self._sessions[key] = _Session(policy, role_policy, now + seconds, arn)
