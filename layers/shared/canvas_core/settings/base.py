@@ -39,7 +39,10 @@ class EnvSettings(BaseModel):
     """A settings model whose every field is declared with `env` or `env_ending`: read from the environment
     (`from_environ`), or built by field name (a test)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True)
+    # Built when first read: a function pays only for the models it loads, not for every family's.
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True, defer_build=True
+    )
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Self:
