@@ -1,6 +1,8 @@
 """boto3 clients, built lazily and once per container (so moto can patch first and cold starts stay short); within
 `invocation_credentials`, clients signed with the credentials an invocation was handed instead (a block's, vended
-for its own run by the state machine: canvas_core/isolation.py)."""
+for its own run by the state machine: canvas_core/isolation.py). boto3 itself is imported with the first client, not
+when a handler is imported: an API function's import is then what it needs to take a request, and boto3 comes with
+its first call to AWS (docs/benchmarks.md, "Cold import")."""
 
 from __future__ import annotations
 
@@ -10,17 +12,6 @@ from contextvars import ContextVar
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
-
-# A Lambda invocation makes one call at a time; the embedded stack's environments share these clients from
-# many threads, and past the pool's size each call would open (and drop) a connection of its own.
-_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 5},
-    connect_timeout=5,
-    read_timeout=30,
-    max_pool_connections=64,
-)
 
 
 if TYPE_CHECKING:
@@ -72,10 +63,21 @@ def handed_credentials() -> BlockCredentials | None:
 
 
 def _build(service: str, **credentials: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    # A Lambda invocation makes one call at a time; the embedded stack's environments share these clients from
+    # many threads, and past the pool's size each call would open (and drop) a connection of its own.
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 5},
+        connect_timeout=5,
+        read_timeout=30,
+        max_pool_connections=64,
+    )
     if service == "s3":
         # SigV4 presigned URLs: the only kind every region and the embedded stack accept.
-        return boto3.client("s3", config=_CONFIG.merge(Config(signature_version="s3v4")), **credentials)
-    return boto3.client(service, config=_CONFIG, **credentials)
+        config = config.merge(Config(signature_version="s3v4"))
+    return boto3.client(service, config=config, **credentials)
 
 
 def client(service: str) -> Any:

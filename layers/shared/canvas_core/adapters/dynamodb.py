@@ -12,18 +12,17 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
-from typing import Any
+from functools import cache, partial
+from typing import TYPE_CHECKING, Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from canvas_core.errors import StorageBusyError, StorageError
 from canvas_core.observability import logger
 
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
+if TYPE_CHECKING:
+    from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 
 class ConditionFailed(Exception):
@@ -155,14 +154,30 @@ def dynamodb_errors() -> Iterator[None]:
         raise StorageError(message) from exc
 
 
+@cache
+def _serializer() -> TypeSerializer:
+    # boto3's, imported with the first item rather than at cold start (adapters/aws.py says why).
+    from boto3.dynamodb.types import TypeSerializer
+
+    return TypeSerializer()
+
+
+@cache
+def _deserializer() -> TypeDeserializer:
+    from boto3.dynamodb.types import TypeDeserializer
+
+    return TypeDeserializer()
+
+
 def serialize(value: Any) -> dict[str, Any]:
     """One value as a DynamoDB attribute value."""
-    serialized: dict[str, Any] = _serializer.serialize(value)
+    serialized: dict[str, Any] = _serializer().serialize(value)
     return serialized
 
 
 def to_item(data: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _serializer.serialize(v) for k, v in data.items()}
+    serializer = _serializer()
+    return {k: serializer.serialize(v) for k, v in data.items()}
 
 
 def model_item(model: BaseModel, **extra: Any) -> dict[str, Any]:
@@ -171,12 +186,14 @@ def model_item(model: BaseModel, **extra: Any) -> dict[str, Any]:
 
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _deserializer.deserialize(v) for k, v in item.items()}
+    deserializer = _deserializer()
+    return {k: deserializer.deserialize(v) for k, v in item.items()}
 
 
 def expression_values(**values: Any) -> dict[str, Any]:
     """`ExpressionAttributeValues`: each keyword `k` as `:k`."""
-    return {f":{k}": _serializer.serialize(v) for k, v in values.items()}
+    serializer = _serializer()
+    return {f":{k}": serializer.serialize(v) for k, v in values.items()}
 
 
 def cancellation_reasons(exc: ConditionFailed) -> list[dict[str, Any]]:
