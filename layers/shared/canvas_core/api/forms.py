@@ -21,8 +21,6 @@ from urllib.parse import parse_qsl
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, UploadFile
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
-from python_multipart.exceptions import MultipartParseError
-from python_multipart.multipart import MultipartParser, parse_options_header
 
 from canvas_core.errors import BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError
 from canvas_core.textsafety import MAX_JSON_DEPTH, json_depth
@@ -49,6 +47,9 @@ class FormBody(Body):  # type: ignore[misc]  # Powertools' Body subclasses pydan
 
 def read_body(event: BaseProxyEvent, spec: FormBody) -> dict[str, Any]:
     """The body's fields by name (the first of a repeated field), with a form's files, in order, under `files`."""
+    # Imported by the routes that read a form only, not by every API function's cold start.
+    from python_multipart.multipart import parse_options_header
+
     body = body_bytes(event.body, bool(event.is_base64_encoded))
     max_bytes = spec.max_bytes()
     if len(body) > max_bytes:
@@ -106,6 +107,9 @@ def _parse_urlencoded(body: bytes) -> dict[str, Any]:
 
 
 def _parse_multipart(boundary: bytes, body: bytes) -> tuple[dict[str, Any], list[UploadFile]]:
+    from python_multipart.exceptions import MultipartParseError
+    from python_multipart.multipart import MultipartParser, parse_options_header
+
     fields: dict[str, Any] = {}
     files: list[UploadFile] = []
     state: dict[str, Any] = {}
