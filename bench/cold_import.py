@@ -6,7 +6,8 @@ a fresh interpreter that writes no bytecode (-B), sees no site-packages (-S) and
 the environment the template gives the function. Each figure is the median of interleaved samples:
 
 - `import boto3` from the layer (which ships boto3 and botocore, at one pinned version);
-- the poll handler (GetRunFunction's `app`), the figure the target is about (within 2x of boto3);
+- the poll handler (GetRunFunction's `app`), the figure the target is about (within 1.5x of boto3), and the same
+  with the DynamoDB and S3 clients its first request builds (boto3 is imported with the first of them);
 - a heavy block (PresentationBlockFunction's `app`, with its two layers: the shared one and DuckDB's), and the
   same block with python-pptx imported as its first run does;
 - the poll handler again without the built bytecode (as `sam build` made it before the bytecode step), to show
@@ -42,7 +43,14 @@ sys.path[:0] = {paths!r}
 start = time.perf_counter()
 for name in {modules!r}:
     __import__(name)
+{then}
 print((time.perf_counter() - start) * 1000)
+"""
+
+# What the poll handler's first request builds before its first call to AWS: its DynamoDB and S3 clients.
+_FIRST_CLIENTS = """
+from canvas_core.adapters.aws import client
+client("dynamodb"), client("s3")
 """
 
 
@@ -98,16 +106,20 @@ def native_overlay(*sites: Path) -> list[str]:
     return [str(overlay)]
 
 
-def import_ms(modules: list[str], paths: list[str], environment: dict[str, str]) -> float:
-    """One cold import of `modules`, in milliseconds, in a fresh interpreter."""
+def import_ms(modules: list[str], paths: list[str], environment: dict[str, str], then: str = "") -> float:
+    """One cold import of `modules` (and `then`, code run after them), in milliseconds, in a fresh interpreter."""
     env = {
         "PATH": os.environ.get("PATH", ""),
         "AWS_DEFAULT_REGION": "us-east-1",
+        # Lambda's own credentials arrive as variables too: a client built without them would ask the instance
+        # metadata service.
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
         "POWERTOOLS_SERVICE_NAME": "canvas-run-service",
         **environment,
     }
     out = subprocess.run(
-        [sys.executable, "-B", "-S", "-E", "-c", _TIMED_IMPORT.format(paths=paths, modules=modules)],
+        [sys.executable, "-B", "-S", "-E", "-c", _TIMED_IMPORT.format(paths=paths, modules=modules, then=then)],
         capture_output=True,
         text=True,
         check=True,
@@ -143,11 +155,13 @@ def main() -> None:
         stale_poll = [*native, str(unpack(BUILD / "GetRunFunction", scratch / "stale-poll", bytecode=False)), stale_opt]
 
         poll_env, block_env = environment("GetRunFunction"), environment("PresentationBlockFunction")
-        samples: dict[str, list[float]] = {name: [] for name in ("boto3", "poll", "block", "block_pptx")}
+        figures = ("boto3", "poll", "poll_clients", "block", "block_pptx")
+        samples: dict[str, list[float]] = {name: [] for name in figures}
         # Interleaved, so that the machine's drift weighs on all alike.
         for _ in range(SAMPLES):
             samples["boto3"].append(import_ms(["boto3"], layer, {}))
             samples["poll"].append(import_ms(["app"], poll, poll_env))
+            samples["poll_clients"].append(import_ms(["app"], poll, poll_env, then=_FIRST_CLIENTS))
             samples["block"].append(import_ms(["app"], block, block_env))
             samples["block_pptx"].append(import_ms(["app", "pptx"], block, block_env))
         stale = [import_ms(["app"], stale_poll, poll_env) for _ in range(SAMPLES_WITHOUT_BYTECODE)]
@@ -159,6 +173,7 @@ def main() -> None:
     print(f"cold_import_boto3_ms {boto3_ms:.0f}")
     print(f"cold_import_poll_handler_ms {poll_ms:.0f}")
     print(f"cold_import_ratio {poll_ms / boto3_ms:.2f}")
+    print(f"cold_import_poll_handler_with_clients_ms {statistics.median(samples['poll_clients']):.0f}")
     print(f"cold_import_presentation_block_ms {statistics.median(samples['block']):.0f}")
     print(f"cold_import_presentation_block_with_pptx_ms {statistics.median(samples['block_pptx']):.0f}")
     print(f"cold_import_poll_handler_without_bytecode_ms {statistics.median(stale):.0f}")
