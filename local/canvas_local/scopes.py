@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 # IAM's limit on a session policy's plain text.
 MAX_POLICY_CHARS = 2048
@@ -171,7 +171,7 @@ class SessionPolicies:
         }
 
 
-def _refuse(client: Any, operation: str, code: str, message: str) -> None:
+def _refuse(client: Any, operation: str, code: str, message: str) -> NoReturn:
     status = 403 if code == "AccessDenied" else 400
     error = {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}}
     raise client.exceptions.from_code(code)(error, operation)

@@ -12,8 +12,6 @@ from contextvars import ContextVar
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-
-
 if TYPE_CHECKING:
     from canvas_core.models.blocks import BlockCredentials
 
