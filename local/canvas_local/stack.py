@@ -146,6 +146,7 @@ class LocalStack:
         self.accounts: dict[str, str] = {}  # api key -> account id
         self.generated_key: str | None = None
         self.functions: dict[str, LocalFunction] = {}
+        self._function_ids: dict[str, str] = {}  # a FunctionName -> the function's logical id
         self.table_names: dict[str, str] = {}  # logical id -> table name
         self.bucket_names: list[str] = []
         self.state_machine_arns: dict[str, str] = {}  # logical id -> ARN
@@ -272,10 +273,12 @@ class LocalStack:
                 }
             )
             _check_functions(self.functions.values())
+            # A function is invoked by its logical id, or by the FunctionName its template entry gives it.
+            self._function_ids = {spec.function_name: spec.logical_id for spec in specs if spec.function_name}
             for machine in state_machines:
                 for name, errors in machine.caught_by_name().items():
-                    if name in self.functions:
-                        self.functions[name].caught_by_name |= errors
+                    if (function := self._resolve_function(name)) is not None:
+                        function.caught_by_name |= errors
             self._provision(state_machines)
             self._start_queues()
             moto_patch.install(self._resolve_function)
@@ -418,7 +421,7 @@ class LocalStack:
         moto_patch.inject_lambda_faults(self.fault_injector.lambda_fault)
 
     def _resolve_function(self, name: str) -> LocalFunction | None:
-        return self.functions.get(name)
+        return self.functions.get(self._function_ids.get(name, name))
 
     def _start_moto(self) -> None:
         # Port 0: the OS picks a free port, so a busy 5000 (moto's default) does not matter. Loopback only, and only

@@ -347,6 +347,8 @@ class FunctionSpec:
     memory_mb: int
     environment: dict[str, str] = field(default_factory=dict)
     routes: tuple[ApiRoute, ...] = ()
+    # The name its template entry gives it (FunctionName), which it is invoked by besides its logical id.
+    function_name: str | None = None
 
     def load_handler(self) -> Handler:
         """Import the handler's file as a module of its own: every handler file is called app.py, and each
@@ -393,23 +395,22 @@ def _named_after_logical_id(logical_id: str) -> str:
     return logical_id
 
 
-# What `Ref` gives for each resource type the stack creates (canvas_core takes a queue's name for its URL).
+# What `Ref` gives for each resource type the stack creates (canvas_core takes a queue's name for its URL); a
+# function's is its name (Template.function_name).
 _REF_VALUES: dict[str, Callable[[str], str]] = {
     "AWS::DynamoDB::Table": _named_after_logical_id,
     "AWS::Serverless::SimpleTable": _named_after_logical_id,
     "AWS::S3::Bucket": bucket_name,
-    "AWS::Serverless::Function": _named_after_logical_id,
     "AWS::Serverless::StateMachine": state_machine_arn,
     "AWS::StepFunctions::StateMachine": state_machine_arn,
     "AWS::SQS::Queue": _named_after_logical_id,
 }
 
-# What `Fn::GetAtt` gives for each (resource type, attribute) the stack creates.
+# What `Fn::GetAtt` gives for each (resource type, attribute) the stack creates; a function's Arn is its name's.
 _ATTRIBUTE_VALUES: dict[tuple[str, str], Callable[[str], str]] = {
     ("AWS::DynamoDB::Table", "Arn"): lambda lid: f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{lid}",
     ("AWS::Serverless::SimpleTable", "Arn"): lambda lid: f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{lid}",
     ("AWS::S3::Bucket", "Arn"): lambda lid: f"arn:aws:s3:::{bucket_name(lid)}",
-    ("AWS::Serverless::Function", "Arn"): function_arn,
     ("AWS::Serverless::StateMachine", "Arn"): state_machine_arn,
     ("AWS::Serverless::StateMachine", "Name"): _named_after_logical_id,
     ("AWS::StepFunctions::StateMachine", "Arn"): state_machine_arn,
@@ -427,7 +428,7 @@ _ATTRIBUTE_VALUES: dict[tuple[str, str], Callable[[str], str]] = {
 # Each resource type the stack builds: the properties it reads, then those it leaves to AWS because they change
 # nothing a run on one machine can see (permissions, encryption, logs, tracing, names, retention of versions).
 _SERVERLESS_FUNCTION = (
-    {"CodeUri", "Handler", "Timeout", "MemorySize", "Environment", "Events"},
+    {"CodeUri", "Handler", "Timeout", "MemorySize", "Environment", "Events", "FunctionName"},
     {
         "Runtime",
         "Architectures",
@@ -668,6 +669,7 @@ class Template:
             memory_mb=int(self.resolve(props.get("MemorySize", 128))),
             environment=self.function_environment(logical_id),
             routes=tuple(self._routes(logical_id)),
+            function_name=self.function_name(logical_id) if "FunctionName" in props else None,
         )
 
     def role_policies(self) -> dict[str, list[dict[str, Any]]]:
@@ -678,6 +680,12 @@ class Template:
             ]
             for lid, resource in self.of_type("AWS::IAM::Role").items()
         }
+
+    def function_name(self, logical_id: str) -> str:
+        """What Lambda names a function: the FunctionName its template entry gives it, else its logical id (the
+        stack's stand-in for the name CloudFormation would make up)."""
+        name = self.properties(logical_id).get("FunctionName")
+        return logical_id if name is None else str(self.resolve(name))
 
     def function_environment(self, logical_id: str) -> dict[str, str]:
         variables = {
@@ -799,6 +807,8 @@ class Template:
         if name.startswith("AWS::"):
             raise UnsupportedTemplateError(f"Ref to pseudo parameter {name} is not supported by the embedded stack")
         kind = self._resource_type(name, f"Ref to '{name}'")
+        if kind == "AWS::Serverless::Function":
+            return self.function_name(name)
         if kind not in _REF_VALUES:
             raise UnsupportedTemplateError(
                 f"Ref to {kind} resource '{name}' is not supported by the embedded stack (it does not create one)"
@@ -807,6 +817,8 @@ class Template:
 
     def get_att(self, logical_id: str, attribute: str) -> Any:
         kind = self._resource_type(logical_id, f"Fn::GetAtt {logical_id}.{attribute}")
+        if (kind, attribute) == ("AWS::Serverless::Function", "Arn"):
+            return function_arn(self.function_name(logical_id))
         if (kind, attribute) not in _ATTRIBUTE_VALUES:
             raise UnsupportedTemplateError(
                 f"Fn::GetAtt {logical_id}.{attribute} of {kind} resource '{logical_id}' is not supported by the "

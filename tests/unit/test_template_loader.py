@@ -188,6 +188,27 @@ def test_the_state_machine_definition_gets_its_substitutions(template):
     assert machine.arn == "arn:aws:states:us-east-1:123456789012:stateMachine:Machine"
 
 
+def test_a_function_is_named_by_its_function_name_when_its_entry_gives_one(template_dir):
+    # Given a function named by FunctionName, whose ARN the state machine is handed
+    text = (template_dir / "template.yaml").read_text()
+    text = text.replace(
+        "      CodeUri: functions/first/\n",
+        "      FunctionName: !Sub ${AWS::StackName}_First\n      CodeUri: functions/first/\n",
+    )
+    (template_dir / "template.yaml").write_text(text)
+    template = Template(template_dir / "template.yaml")
+
+    # When the stack reads it
+    first, second = template.functions()
+    (machine,) = template.state_machines()
+
+    # Then Ref and GetAtt give that name, as Lambda would, and a function without one keeps its logical id
+    assert (first.function_name, second.function_name) == ("canvas-local_First", None)
+    assert (template.ref("FirstFunction"), template.ref("SecondFunction")) == ("canvas-local_First", "SecondFunction")
+    task = json.loads(machine.definition)["States"]["First"]["Parameters"]
+    assert task["FunctionName"] == "arn:aws:lambda:us-east-1:123456789012:function:canvas-local_First"
+
+
 def test_a_placeholder_without_substitution_is_an_error(template_dir):
     # Given an ASL placeholder the template does not substitute
     asl = json.dumps(ASL).replace("${TableName}", "${MissingName}")
