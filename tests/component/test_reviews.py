@@ -109,7 +109,7 @@ def test_a_run_cancelled_while_it_is_planned_never_starts_its_blocks(aws, functi
     monkeypatch.setattr(Store, "put_graph", cancelled_meanwhile)
 
     # When planning ends
-    listed = plan_run(created["run_id"], created["canvas_id"], block_functions=None)
+    listed = plan_run(created["run_id"], created["canvas_id"])
 
     # Then no block is handed to the state machine, and every planned block is ended with the cancel's reason
     assert listed["ready"] == listed["waiting"] == []

@@ -387,34 +387,21 @@ def test_lambda_throttling_is_retried_six_times_or_more_with_a_bounded_delay():
         assert throttling[0]["MaxAttempts"] >= 6 and throttling[0]["MaxDelaySeconds"] <= 60, name
 
 
-def test_the_block_function_map_reads_as_the_template_writes_it():
-    from canvas_core.orchestration import parse_block_functions
-
-    arn = "arn:aws:lambda:us-east-1:123456789012:function:"
-    text = f"prompt-block={arn}PromptBlockFunction, text-block={arn}TextBlockFunction,,"
-
-    assert parse_block_functions(text) == {
-        "prompt-block": f"{arn}PromptBlockFunction",
-        "text-block": f"{arn}TextBlockFunction",
-    }
-    assert parse_block_functions(None) == {}
-
-
-def test_the_template_maps_every_block_type_to_its_function():
+def test_plan_canvas_names_a_function_of_the_embedded_stack_for_every_block_type():
     from canvas_core.models.catalog import BlockType
-    from canvas_core.orchestration import parse_block_functions
+    from canvas_core.orchestration import block_function_name
     from canvas_local.template import Template
 
-    # Given the state machine as the embedded stack deploys it (substitutions filled)
-    (machine,) = [
-        m for m in Template(ROOT / "template.yaml").state_machines() if m.logical_id == "RunCanvasStateMachine"
-    ]
-    payload = json.loads(machine.definition)["States"]["Plan Canvas"]["Parameters"]["Payload"]
+    # Given the state machine as the embedded stack deploys it (substitutions filled), and its functions' names
+    template = Template(ROOT / "template.yaml")
+    (machine,) = [m for m in template.state_machines() if m.logical_id == "RunCanvasStateMachine"]
+    states = json.loads(machine.definition)["States"]
+    names = {template.function_name(f.logical_id) for f in template.functions()}
 
-    # Then Plan Canvas is handed a function for every block type, each a function of the template
-    functions = parse_block_functions(payload["block_functions"])
-    assert set(functions) == {t.value for t in BlockType}
-    assert all(":function:" in arn and arn.endswith("BlockFunction") for arn in functions.values())
+    # Then Plan Canvas and Await Approval are handed the prefix that names a function the stack has for each type
+    prefixes = {states[s]["Parameters"]["Payload"]["block_function_prefix"] for s in ("Plan Canvas", "Await Approval")}
+    (prefix,) = prefixes
+    assert {block_function_name(t.value, prefix) for t in BlockType} <= names
 
 
 def test_a_function_named_inside_a_joined_map_must_exist(tmp_path: Path) -> None:
@@ -440,7 +427,7 @@ def test_a_function_named_inside_a_joined_map_must_exist(tmp_path: Path) -> None
     assert problems == ["Machine: substitution BlockArn refers to unknown resource Blok"]
 
 
-# A policy of its own on the state machine's generated role, as Fn::ForEach::BlockFunctions declares per block.
+# A policy of its own on the state machine's generated role.
 INVOKE_BLOCK_POLICY = (
     "  BlockInvokePolicy:\n"
     "    Type: AWS::IAM::RolePolicy\n"

@@ -252,4 +252,4 @@ def test_every_function_of_the_service_has_errors_and_throttles_alarms():
             [watched] = [s for s in stats if s["Namespace"] == "AWS/Lambda"] or [alarm["Properties"]]
             assert watched["MetricName"] == metric
             [dimension] = watched["Dimensions"]
-            assert template.resolve(dimension["Value"]) == name
+            assert template.resolve(dimension["Value"]) == template.function_name(name)

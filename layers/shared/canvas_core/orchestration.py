@@ -13,7 +13,7 @@ from canvas_core.content import run_text_fields, with_full_content
 from canvas_core.dataflow import describe_error, record_block_failure, wire
 from canvas_core.errors import CreditsExhaustedError, StorageBusyError, StorageError
 from canvas_core.estimates import estimate_block_credits
-from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, NodeStatus, RunStatus, TaskStatus
+from canvas_core.models.catalog import TERMINAL_NODE_STATUSES, BlockType, NodeStatus, RunStatus, TaskStatus
 from canvas_core.models.items import Artifact, EdgeItem, NodeItem, RunError, RunItem
 from canvas_core.observability import count, logger
 from canvas_core.planner import parent_task_id, plan_canvas
@@ -33,11 +33,11 @@ class RunStateError(Exception):
 
 
 def plan_run(
-    run_id: str, canvas_id: str, store: Store | None = None, block_functions: dict[str, str] | None = None
+    run_id: str, canvas_id: str, store: Store | None = None, function_prefix: str | None = None
 ) -> dict[str, Any]:
     """Plan the canvas once (a retried step finds the plan stored) and list its blocks in run order: all of
     them, those `ready` at once (no inputs) and those `waiting` for their inputs, each with the function that
-    runs its type (`block_functions`, from the state machine)."""
+    runs its type (named after `function_prefix`, from the state machine: block_function_name)."""
     store = store or Store()
     logger.append_keys(run_id=run_id, canvas_id=canvas_id)
     run = store.get_run(run_id)
@@ -63,7 +63,7 @@ def plan_run(
             "inputs": n.inputs,
             "dependents": n.dependents,
             "timeout_seconds": timeout,
-            **({"function": _function_for(n.type, block_functions)} if block_functions else {}),
+            **({"function": block_function_name(n.type, function_prefix)} if function_prefix is not None else {}),
         }
         for n in nodes
     ]
@@ -76,17 +76,13 @@ def plan_run(
     }
 
 
-def parse_block_functions(text: str | None) -> dict[str, str]:
-    """The state machine's block type -> function map, written `type=function,type=function`."""
-    pairs = (entry.partition("=") for entry in (text or "").split(",") if entry.strip())
-    return {block_type.strip(): function.strip() for block_type, _, function in pairs if function.strip()}
-
-
-def _function_for(block_type: str, block_functions: dict[str, str]) -> str:
-    try:
-        return block_functions[block_type]
-    except KeyError:
-        raise RunStateError(f"This deployment has no function for the {block_type} block type") from None
+def block_function_name(block_type: str, prefix: str) -> str:
+    """The function that runs a block type: the prefix, then the logical id the template's Fn::ForEach gives it
+    (`web-research-block` -> `<prefix>WebResearchBlockFunction`), as its FunctionName there says."""
+    if block_type not in set(BlockType):
+        raise RunStateError(f"This deployment has no function for the {block_type} block type")
+    name = "".join(part.capitalize() for part in block_type.removesuffix("-block").split("-"))
+    return f"{prefix}{name}BlockFunction"
 
 
 def _plan(store: Store, run: RunItem, canvas_id: str) -> list[NodeItem]:

@@ -96,7 +96,7 @@ class ApproveRunForm(ApproveRunRequest):
 
 def plan_step(
     execution: dict[str, Any],
-    block_functions: dict[str, str],
+    function_prefix: str | None,
     correlation_id: str,
     task_token: str | None = None,
     store: Store | None = None,
@@ -106,7 +106,7 @@ def plan_step(
     instead, and its Await Approval step (`task_token`) parks it with its plan."""
     store = store or Store()
     run_id = execution["run_id"]
-    plan = {**plan_run(run_id, execution["canvas_id"], store, block_functions), "correlation_id": correlation_id}
+    plan = {**plan_run(run_id, execution["canvas_id"], store, function_prefix), "correlation_id": correlation_id}
     if not execution.get("review"):
         return plan
     if task_token is None:
