@@ -144,6 +144,17 @@ def test_explicit_deliverable_alone_is_planned_alone():
     assert types(plan) == ["document"] and plan.edges == []
 
 
+@pytest.mark.parametrize("block_type", [b.value for b in BlockType if b != BlockType.FILE])
+def test_a_type_asked_for_alone_is_planned(block_type):
+    # Given a run asking for one type by name (a type no rule places, as a new one, works on the request)
+    run = make_run(prompt="Everything about the tide pools of the north shore", blocks=[block_type])
+    # When it is planned without a model
+    plan = plan_canvas(run, OfflineProvider())
+    # Then it has a block of that type, run by a persona there is
+    assert block_type in {n.type for n in plan.nodes}
+    assert all(n.persona in PERSONAS for n in plan.nodes)
+
+
 def test_uploads_become_blocks_first_and_feed_the_analysis_whatever_the_template():
     # Given a report (whose types include neither file- nor image-blocks) with a document and an image
     run = make_run(template="report", uploads=[upload("notes.txt", "txt"), upload("pixel.png", "png")])

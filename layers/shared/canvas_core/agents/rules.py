@@ -25,6 +25,9 @@ from canvas_core.models.catalog import BlockType, Template
 from canvas_core.prompt_format import outline_text
 
 B = BlockType
+# The types these rules place where they belong (the deliverables besides: DELIVERABLE_TITLES); a file-block is
+# an upload's, never planned.
+PLACED_BY_RULES = {B.FILE, B.WEB, B.YT, B.WEB_RESEARCH, B.DEEP_RESEARCH, B.PROMPT, B.TABLE, B.LIST, B.TEXT, B.IMAGE}
 MAX_SUBTASKS = 6
 MAX_RESEARCH_STEPS = 4
 MAX_WEB_PAGES = 5
@@ -177,6 +180,12 @@ def rule_steps(
         extras.append(plan.add(B.TABLE, title, duty, inputs=(gathered + analysis) or []))
     if B.LIST in want:
         extras.append(plan.add(B.LIST, "List", f"{prompt}\n\nList the items the request asks for.", inputs=gathered))
+    # A type asked for by name that no rule here places (a new one) works on the request over the material.
+    extras += [
+        plan.add(b, b.value.removesuffix("-block").replace("-", " ").capitalize(), prompt, inputs=gathered)
+        for b in constraint.explicit
+        if b in want and b not in PLACED_BY_RULES and b not in DELIVERABLE_TITLES
+    ]
     findings = analysis + extras
     if (template == Template.DEEP_RESEARCH or signals.rigour) and B.PROMPT in want and analysis:
         findings.append(
