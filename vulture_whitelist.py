@@ -145,8 +145,8 @@ _.recording  # canvas_local/iam_calls.py: the e2e tier records the functions' AW
 _.read_calls  # canvas_local/iam_calls.py: and reads those a `canvas serve` it started recorded
 _.bad_inputs  # bench/questions.py: the unit tier asks its awkward tables a question each
 
-# canvas_local/moto_patch.py's DiskBody stands in for moto's `tempfile.SpooledTemporaryFile`: moto builds it with a
-# max size, and FakeKey and the io protocol read `closed` and `tell`.
+# canvas_local/moto_patch/memory.py's DiskBody stands in for moto's `tempfile.SpooledTemporaryFile`: moto builds it
+# with a max size, and FakeKey and the io protocol read `closed` and `tell`.
 _.SpooledTemporaryFile
 _.closed
 _.tell

@@ -38,6 +38,7 @@ from canvas_core.runs import create_run
 from canvas_local import moto_patch
 from canvas_local.cli import fix_mmap_threshold, limit_malloc_arenas
 from canvas_local.lambda_runtime import ACCOUNT_ID, REGION
+from canvas_local.moto_patch import speed_dynamodb, transactions
 from canvas_local.stack import LocalStack
 
 RUNS = 300
@@ -153,8 +154,8 @@ def census(stack: LocalStack) -> dict[str, float]:
     with moto_patch.service_lock("sqs"):
         for queue in sqs_backends[ACCOUNT_ID][REGION].queues.values():
             counts[f"sqs {queue.name} messages"] = len(queue._messages)
-    counts["transaction tokens kept"] = len(moto_patch._applied_tokens)
-    counts["condition parses kept"] = len(moto_patch._condition_parses)
+    counts["transaction tokens kept"] = len(transactions._applied_tokens)
+    counts["condition parses kept"] = len(speed_dynamodb._condition_parses)
     counts["sfn task threads"] = sum(1 for t in threading.enumerate() if t.name == "sfn-task")
     counts["threads"] = threading.active_count()
     return counts

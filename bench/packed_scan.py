@@ -25,6 +25,7 @@ from moto import mock_aws
 from moto.dynamodb.models import dynamodb_backends
 
 from canvas_local import moto_patch
+from canvas_local.moto_patch import packed_items
 
 STORAGES = ("moto", "packed_sorting_all", "packed")
 INDEX_STORAGES = ("moto", "packed_building_all", "packed")
@@ -55,7 +56,7 @@ def scan_seconds(storage: str, items: int) -> float:
         if storage == "packed_sorting_all":
             from moto.dynamodb.models.table import Table
 
-            Table.scan = moto_patch._ORIGINAL_SCAN  # type: ignore[method-assign]
+            Table.scan = packed_items._ORIGINAL_SCAN  # type: ignore[method-assign]
         dynamodb.create_table(
             TableName="t",
             BillingMode="PAY_PER_REQUEST",

@@ -55,8 +55,9 @@ def caches() -> Iterator[Callable[[bool], None]]:
     from moto.dynamodb.models.table import Table
 
     from canvas_local import moto_patch
+    from canvas_local.moto_patch import packed_items
 
-    installed_before = Table.query is moto_patch._query_partition
+    installed_before = Table.query is packed_items._query_partition
 
     def use(installed: bool) -> None:
         if installed:

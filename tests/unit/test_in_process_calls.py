@@ -20,6 +20,7 @@ from moto.core.request import Request
 from moto.core.responses import BaseResponse
 
 from canvas_local import moto_patch, priority
+from canvas_local.moto_patch import locks
 from canvas_local.moto_server import AttributeValueParser, InProcessTransport, MotoServer
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
@@ -246,8 +247,8 @@ def test_the_moto_request_of_a_json_call_is_the_one_moto_builds(moto_server):
 def test_an_api_calls_priority_reaches_motos_locks_in_process(moto_server, monkeypatch):
     # Given moto's locks, a client served in process, and what the locks see of each request
     seen: list[bool] = []
-    is_priority = moto_patch._is_priority
-    monkeypatch.setattr(moto_patch, "_is_priority", lambda headers: seen.append(is_priority(headers)) or seen[-1])
+    is_priority = locks._is_priority
+    monkeypatch.setattr(locks, "_is_priority", lambda headers: seen.append(is_priority(headers)) or seen[-1])
     _, in_process = sessions(moto_server)
     dynamodb = client(in_process, moto_server, "dynamodb")
 

@@ -34,6 +34,7 @@ from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded, Progr
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from canvas_local import moto_patch
+from canvas_local.moto_patch import speed_dynamodb, speed_interpreter, speed_server
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
 
@@ -160,7 +161,7 @@ def test_a_parsed_update_expression_is_copied_as_deepcopy_copies_it():
     for expression, _, _ in UPDATES[:12]:
         tree = UpdateExpressionParser.make(expression)
         # When the tree is copied node by node, and by deepcopy
-        copied, expected = moto_patch._copy_tree(tree), copy.deepcopy(tree)
+        copied, expected = speed_dynamodb._copy_tree(tree), copy.deepcopy(tree)
         # Then both copies have the same nodes, leaves and parents, and share no node with the tree
         assert shape(copied) == shape(expected) == shape(tree)
         assert _parents(copied) == _parents(expected)
@@ -382,8 +383,10 @@ def test_a_map_runs_its_items_as_moto_runs_them_with_a_worker_per_item_at_most(c
         # When they run again with the patches, counting the workers started
         caches(True)
         started: list[int] = []
-        launch = moto_patch._ORIGINAL_LAUNCH_WORKER
-        monkeypatch.setattr(moto_patch, "_ORIGINAL_LAUNCH_WORKER", lambda *a, **k: started.append(1) or launch(*a, **k))
+        launch = speed_interpreter._ORIGINAL_LAUNCH_WORKER
+        monkeypatch.setattr(
+            speed_interpreter, "_ORIGINAL_LAUNCH_WORKER", lambda *a, **k: started.append(1) or launch(*a, **k)
+        )
         actual = [run_map(sfn, items, limit) for items, limit in cases]
     # Then outputs and histories are moto's, and no more workers started than items (nor than the limit)
     assert actual == expected
@@ -402,7 +405,7 @@ def test_request_handler_methods_are_listed_as_moto_lists_them(caches: Callable[
 
 def test_the_validation_and_parse_seams_keep_the_shapes_the_patches_implement():
     # Given the moto code moto_patch replaces or leaves out, as it is when the patches are not installed
-    original_init = moto_patch._ORIGINAL_VALIDATOR_INIT
+    original_init = speed_dynamodb._ORIGINAL_VALIDATOR_INIT
     # Then the validator takes the tree and the write's context, copies the tree and lists its processors...
     assert list(inspect.signature(original_init).parameters) == [
         "self",
@@ -427,21 +430,23 @@ def test_the_validation_and_parse_seams_keep_the_shapes_the_patches_implement():
         validators.TypeMismatchValidator,
         validators.EmptyStringKeyValueValidator,
     ]
-    assert {"processors", "node_to_validate", "traverse"} <= set(moto_patch._ORIGINAL_VALIDATE.__code__.co_names)
+    assert {"processors", "node_to_validate", "traverse"} <= set(speed_dynamodb._ORIGINAL_VALIDATE.__code__.co_names)
     # And the tree walk, the condition parse and the handler listing keep their signatures
-    assert list(inspect.signature(moto_patch._ORIGINAL_TRAVERSE).parameters) == ["self", "node", "child_id"]
-    assert moto_patch._ORIGINAL_TRAVERSE is DepthFirstTraverser.__dict__.get("traverse_node_recursively") or (
-        DepthFirstTraverser.traverse_node_recursively is moto_patch._traverse
+    assert list(inspect.signature(speed_dynamodb._ORIGINAL_TRAVERSE).parameters) == ["self", "node", "child_id"]
+    assert speed_dynamodb._ORIGINAL_TRAVERSE is DepthFirstTraverser.__dict__.get("traverse_node_recursively") or (
+        DepthFirstTraverser.traverse_node_recursively is speed_dynamodb._traverse
     )
-    assert list(inspect.signature(moto_patch._ORIGINAL_CONDITION_PARSE).parameters) == ["self"]
+    assert list(inspect.signature(speed_dynamodb._ORIGINAL_CONDITION_PARSE).parameters) == ["self"]
     fresh = ConditionExpressionParser("a = :a", None, {":a": {"S": "x"}})
     assert fresh.expr_attr_names_found == [] and fresh.expr_attr_values_found == []
-    assert list(inspect.signature(moto_patch._ORIGINAL_METHOD_NAMES).parameters) == ["clazz"]
+    assert list(inspect.signature(speed_server._ORIGINAL_METHOD_NAMES).parameters) == ["clazz"]
     # And an item's copy is made of its keys and attributes, each value copied as a DynamoType copies itself
-    assert {"hash_key", "range_key", "attrs", "deepcopy"} <= set(moto_patch._ORIGINAL_ITEM_DEEPCOPY.__code__.co_names)
+    assert {"hash_key", "range_key", "attrs", "deepcopy"} <= set(
+        speed_dynamodb._ORIGINAL_ITEM_DEEPCOPY.__code__.co_names
+    )
     assert {"is_list", "is_map", "is_set"} <= set(DynamoType.__deepcopy__.__code__.co_names)
     # And an inline Map starts its workers one call at a time, each given the eval input holding the items
-    assert list(inspect.signature(moto_patch._ORIGINAL_LAUNCH_WORKER).parameters) == [
+    assert list(inspect.signature(speed_interpreter._ORIGINAL_LAUNCH_WORKER).parameters) == [
         "self",
         "env",
         "eval_input",
@@ -449,7 +454,7 @@ def test_the_validation_and_parse_seams_keep_the_shapes_the_patches_implement():
     ]
     assert "input_items" in inspect.signature(InlineIterationComponentEvalInput).parameters
     # And the interpreter's copying modules hold the copy module under `copy` and use only its deepcopy
-    for module in moto_patch.INTERPRETER_COPYING_MODULES:
+    for module in speed_interpreter.INTERPRETER_COPYING_MODULES:
         source = inspect.getsource(module)
         assert "import copy\n" in source, module.__name__
         assert set(_copy_uses(source)) == {"deepcopy"}, module.__name__
@@ -470,17 +475,31 @@ def _copy_uses(source: str) -> list[str]:
     return re.findall(r"\bcopy\.(\w+)", source)
 
 
-def test_the_caches_replace_each_patched_attribute_and_give_moto_its_own_back(caches: Callable[[bool], None]):
+def test_each_speed_patch_replaces_its_attributes_and_gives_moto_its_own_back(caches: Callable[[bool], None]):
     def raw(value: Any) -> Any:  # a classmethod or staticmethod made again wraps the same function
         return getattr(value, "__func__", value)
 
-    patches = moto_patch._cache_patches()
+    # Given every speed patch, the attributes it replaces and moto's own values of them
+    patches = moto_patch.speed_patches().values()
+    replacements = [r for patch in patches for r in patch.replacements]
     caches(False)
-    own = [raw(inspect.getattr_static(owner, name)) for owner, name, _, _ in patches]
-    caches(True)
-    assert all(raw(inspect.getattr_static(owner, name)) is raw(patch) for owner, name, _, patch in patches), (
-        "an attribute install_caches lists was not replaced"
-    )
-    caches(False)
-    assert [raw(inspect.getattr_static(owner, name)) for owner, name, _, _ in patches] == own
-    assert own == [raw(original) for _, _, original, _ in patches]
+    before = [inspect.getattr_static(r.owner, r.name) for r in replacements]
+    for patch in patches:
+        patch.uninstall()
+    own = [raw(inspect.getattr_static(r.owner, r.name)) for r in replacements]
+    try:
+        # When each is installed
+        for patch in patches:
+            patch.install()
+        # Then every attribute it names is replaced
+        assert all(raw(inspect.getattr_static(r.owner, r.name)) is raw(r.patch) for r in replacements), (
+            "an attribute a speed patch names was not replaced"
+        )
+        # And removed, moto has its own back: the originals kept are moto's attributes
+        for patch in patches:
+            patch.uninstall()
+        assert [raw(inspect.getattr_static(r.owner, r.name)) for r in replacements] == own
+        assert own == [raw(r.original) for r in replacements]
+    finally:
+        for r, value in zip(replacements, before, strict=True):
+            setattr(r.owner, r.name, value)

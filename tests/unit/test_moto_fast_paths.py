@@ -14,7 +14,7 @@ from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 from moto.stepfunctions.parser.asl.component.common.path import result_path as sfn_result_path
 from moto.stepfunctions.parser.asl.utils import json_path as sfn_json_path
 
-from canvas_local import moto_patch
+from canvas_local.moto_patch import speed_dynamodb
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
 
@@ -105,9 +105,9 @@ def test_dynamodb_answers_are_the_same_with_attribute_values_answered_as_stored(
 def test_an_attribute_value_moto_would_read_otherwise_goes_to_motos_serializer():
     # Given values that are not stored attribute values (an object, an unknown member)
     # Then the fast path declines them, so moto's own serializer answers
-    assert moto_patch._attribute_value(None, object()) is None  # type: ignore[arg-type]
-    assert moto_patch._attribute_value(None, {"X": "1"}) is None  # type: ignore[arg-type]
-    assert moto_patch._attribute_value(None, {"M": {"a": {"Q": 1}}}) is None  # type: ignore[arg-type]
+    assert speed_dynamodb._attribute_value(None, object()) is None  # type: ignore[arg-type]
+    assert speed_dynamodb._attribute_value(None, {"X": "1"}) is None  # type: ignore[arg-type]
+    assert speed_dynamodb._attribute_value(None, {"M": {"a": {"Q": 1}}}) is None  # type: ignore[arg-type]
 
 
 def test_a_json_path_is_parsed_once_and_finds_what_a_fresh_parse_finds(caches):

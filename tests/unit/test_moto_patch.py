@@ -35,6 +35,16 @@ from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommu
 
 from canvas_local import moto_patch
 from canvas_local.lambda_runtime import LocalFunction, function_arn
+from canvas_local.moto_patch import (
+    lambda_tasks,
+    locks,
+    memory,
+    packed_items,
+    speed_interpreter,
+    speed_server,
+    step_functions,
+    transactions,
+)
 
 pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
 
@@ -106,7 +116,7 @@ def output_of(described: dict[str, Any]) -> Any:
 
 def test_the_seam_keeps_the_signature_the_patch_implements():
     # Given moto's function the patch replaces
-    original = moto_patch._ORIGINAL_SEAM
+    original = lambda_tasks._ORIGINAL_SEAM
 
     # When its signature and its callers are read
     parameters = list(inspect.signature(original).parameters)
@@ -286,10 +296,10 @@ def test_the_payload_limit_seams_keep_the_shapes_the_patches_implement():
     )
 
     before = ["self", "env", "resource_runtime_part", "raw_parameters", "state_credentials"]
-    assert list(inspect.signature(moto_patch._ORIGINAL_BEFORE_TASK).parameters) == before
-    assert StateTaskService.__dict__["_before_eval_execution"] is moto_patch._ORIGINAL_BEFORE_TASK
-    assert list(inspect.signature(moto_patch._ORIGINAL_ERROR_EQUALS).parameters) == ["self", "env"]
-    assert ErrorEqualsDecl.__dict__["_eval_body"] is moto_patch._ORIGINAL_ERROR_EQUALS
+    assert list(inspect.signature(step_functions._ORIGINAL_BEFORE_TASK).parameters) == before
+    assert StateTaskService.__dict__["_before_eval_execution"] is step_functions._ORIGINAL_BEFORE_TASK
+    assert list(inspect.signature(step_functions._ORIGINAL_ERROR_EQUALS).parameters) == ["self", "env"]
+    assert ErrorEqualsDecl.__dict__["_eval_body"] is step_functions._ORIGINAL_ERROR_EQUALS
 
 
 @pytest.mark.parametrize("too_large", ["result", "input"])
@@ -361,8 +371,8 @@ def _items(ddb):
 def test_the_transaction_seam_is_where_the_patch_expects_it():
     from moto.dynamodb.models import DynamoDBBackend
 
-    assert list(inspect.signature(moto_patch._ORIGINAL_TRANSACT).parameters) == ["self", "transact_items"]
-    assert DynamoDBBackend.transact_write_items is moto_patch._ORIGINAL_TRANSACT
+    assert list(inspect.signature(transactions._ORIGINAL_TRANSACT).parameters) == ["self", "transact_items"]
+    assert DynamoDBBackend.transact_write_items is transactions._ORIGINAL_TRANSACT
 
 
 def test_a_transaction_writes_all_its_items(transactions_table):
@@ -446,32 +456,32 @@ def test_the_seams_of_the_locks_caches_and_hooks_keep_the_shapes_the_patches_imp
     # When their shapes are read
     # Then every request to a locked service still goes through BaseResponse.call_action (DynamoDB's override
     # calls it through super()) or one of S3's three entry points, called by attribute from S3's dispatchers
-    assert parameters_of(moto_patch._ORIGINAL_CALL_ACTION) == ["self"]
+    assert parameters_of(locks._ORIGINAL_CALL_ACTION) == ["self"]
     assert "call_action" in DynamoHandler.call_action.__wrapped__.__code__.co_names
-    for name in moto_patch._S3_ENTRY_POINTS:
-        assert parameters_of(moto_patch._ORIGINAL_S3[name]) == ["self", "request", "full_url", "headers"]
+    for name in locks._S3_ENTRY_POINTS:
+        assert parameters_of(locks._ORIGINAL_S3[name]) == ["self", "request", "full_url", "headers"]
     assert "bucket_response" in S3Response.bucket_dispatch.__func__.__code__.co_names
     assert "key_response" in S3Response.key_dispatch.__func__.__code__.co_names
     assert "ambiguous_response" in S3Response.ambiguous_dispatch.__func__.__code__.co_names
     # And the interpreter reports every ending through one method of the execution's worker communication
-    assert parameters_of(moto_patch._ORIGINAL_TERMINATED) == ["self"]
+    assert parameters_of(step_functions._ORIGINAL_TERMINATED) == ["self"]
     assert BaseExecutionWorkerCommunication.__dict__.get("terminated") in (
-        moto_patch._ORIGINAL_TERMINATED,
-        moto_patch._terminated,
+        step_functions._ORIGINAL_TERMINATED,
+        step_functions._terminated,
     )
     # And the interpreter's threads go to one list that every module appending to it shares
     assert isinstance(sfn_utils.TMP_THREADS, list)
     for module in THREAD_STARTING_MODULES:
         assert importlib.import_module(module).TMP_THREADS is sfn_utils.TMP_THREADS, module
     # And a query on a table's own key filters `all_items()` by hash key
-    query = parameters_of(moto_patch._ORIGINAL_QUERY)
+    query = parameters_of(packed_items._ORIGINAL_QUERY)
     assert query[:2] == ["self", "hash_key"] and "index_name" in query
-    assert "all_items" in moto_patch._ORIGINAL_QUERY.__code__.co_names
+    assert "all_items" in packed_items._ORIGINAL_QUERY.__code__.co_names
     # And the parser is a static method of one argument, the server's routing a method of the host
-    assert isinstance(moto_patch._ORIGINAL_PARSE, staticmethod)
-    assert parameters_of(moto_patch._ORIGINAL_PARSE.__func__) == ["definition"]
-    assert parameters_of(moto_patch._ORIGINAL_BACKEND_FOR_HOST) == ["self", "host"]
-    modules = list(moto_patch._ORIGINAL_LIST_MODULES())
+    assert isinstance(speed_interpreter._ORIGINAL_PARSE, staticmethod)
+    assert parameters_of(speed_interpreter._ORIGINAL_PARSE.__func__) == ["definition"]
+    assert parameters_of(speed_server._ORIGINAL_BACKEND_FOR_HOST) == ["self", "host"]
+    modules = list(speed_server._ORIGINAL_LIST_MODULES())
     assert {"dynamodb", "s3", "stepfunctions"} <= set(modules)
     assert callable(moto_backends.list_of_moto_modules)
 
@@ -679,7 +689,7 @@ def test_each_ending_reaches_the_execution_listeners(aws, definition):
     finally:
         moto_patch.remove_execution_listener(ended.put)
     # And without listeners, moto's own method is back
-    assert BaseExecutionWorkerCommunication.terminated is moto_patch._ORIGINAL_TERMINATED
+    assert BaseExecutionWorkerCommunication.terminated is step_functions._ORIGINAL_TERMINATED
 
 
 # ---------------------------------------------------------------- partition-only queries
@@ -940,7 +950,7 @@ def test_a_task_state_starts_its_work_on_the_thread_class_the_patch_replaces():
     source = inspect.getsource(execute_state.ExecutionState._evaluate_with_timeout)
     # Then it starts one thread of the module's `Thread` with a target, keeps it in TMP_THREADS, and waits for the
     # work with the state's timeout: what TaskThread implements
-    assert moto_patch._ORIGINAL_TASK_THREAD is threading.Thread
+    assert speed_interpreter._ORIGINAL_TASK_THREAD is threading.Thread
     assert "Thread(target=_exec_and_notify, daemon=True)" in source
     assert "TMP_THREADS.append(thread)" in source and "thread.start()" in source
     assert "terminated_event.wait(timeout_seconds)" in source
@@ -992,7 +1002,7 @@ def test_task_threads_run_one_task_at_a_time_each_and_are_kept_for_the_next(monk
 
 def test_an_idle_task_thread_ends(monkeypatch):
     # Given task threads that end after 50 ms without a task
-    monkeypatch.setattr(moto_patch, "IDLE_TASK_THREAD_SECONDS", 0.05)
+    monkeypatch.setattr(speed_interpreter, "IDLE_TASK_THREAD_SECONDS", 0.05)
     task = moto_patch.TaskThread(target=lambda: None)
     task.start()
     task.join(5)
@@ -1016,10 +1026,10 @@ def test_model_objects_moto_makes_are_tracked_by_the_constructor_the_patch_repla
 
     # When its constructor's code is read
     # Then it still appends every object to its class's `instances_tracked`, which the patch leaves out
-    assert isinstance(moto_patch._ORIGINAL_MODEL_NEW, staticmethod)
-    assert "instances_tracked" in moto_patch._ORIGINAL_MODEL_NEW.__func__.__code__.co_names
+    assert isinstance(memory._ORIGINAL_MODEL_NEW, staticmethod)
+    assert "instances_tracked" in memory._ORIGINAL_MODEL_NEW.__func__.__code__.co_names
     assert isinstance(Item.instances_tracked, list)
-    assert BaseModel.__dict__["__new__"] is moto_patch._ORIGINAL_MODEL_NEW
+    assert BaseModel.__dict__["__new__"] is memory._ORIGINAL_MODEL_NEW
 
 
 def test_items_written_over_are_freed_once_untracked(transactions_table):
@@ -1071,7 +1081,7 @@ def test_a_repeated_transaction_token_answers_success_once_and_a_different_reque
             transactions_table.transact_write_items(TransactItems=other, ClientRequestToken="token-1")
         assert refused.value.response["Error"]["Code"] == "IdempotentParameterMismatchException"
         # And what is kept per token is a hash, whatever the request's size
-        assert {len(digest) for digest, _ in moto_patch._applied_tokens.values()} == {64}
+        assert {len(digest) for digest, _ in transactions._applied_tokens.values()} == {64}
     finally:
         moto_patch.uninstall_transaction_tokens()
 
@@ -1079,18 +1089,18 @@ def test_a_repeated_transaction_token_answers_success_once_and_a_different_reque
 def test_a_transaction_token_is_forgotten_after_its_window_oldest_first(transactions_table, monkeypatch):
     # Given tokens honoured, and a clock to move
     now = [1000.0]
-    monkeypatch.setattr(moto_patch.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(transactions.time, "monotonic", lambda: now[0])
     moto_patch.install_transaction_tokens()
     try:
         put = [{"Put": {"TableName": "t", "Item": {"k": {"S": "a"}, "n": {"N": "1"}}}}]
         transactions_table.transact_write_items(TransactItems=put, ClientRequestToken="old")
-        now[0] += moto_patch.TOKEN_WINDOW_SECONDS / 2
+        now[0] += transactions.TOKEN_WINDOW_SECONDS / 2
         transactions_table.transact_write_items(TransactItems=put, ClientRequestToken="recent")
         # When the first token's window has passed and another transaction comes
-        now[0] += moto_patch.TOKEN_WINDOW_SECONDS / 2 + 1
+        now[0] += transactions.TOKEN_WINDOW_SECONDS / 2 + 1
         transactions_table.transact_write_items(TransactItems=put, ClientRequestToken="new")
         # Then only the expired token is forgotten, as DynamoDB forgets a token after ten minutes
-        assert list(moto_patch._applied_tokens) == ["recent", "new"]
+        assert list(transactions._applied_tokens) == ["recent", "new"]
     finally:
         moto_patch.uninstall_transaction_tokens()
 
@@ -1154,7 +1164,7 @@ def test_the_journal_seams_keep_the_shapes_the_patches_implement():
     assert "new_key.set_metadata(metadata)" in inspect.getsource(S3Response.put_object)
     assert list(inspect.signature(DynamoDBBackend.get_item).parameters)[:3] == ["self", "table_name", "keys"]
     assert "self.body = " in inspect.getsource(DynamoHandler.call_action)
-    for name in moto_patch._S3_ENTRY_POINTS:
+    for name in locks._S3_ENTRY_POINTS:
         assert callable(getattr(S3Response, name))
 
 

@@ -1,5 +1,5 @@
 """A library whose internals the code reaches into is pinned to one version, in pyproject.toml and in the layer it
-ships in: moto (canvas_local/moto_patch.py, moto_server.py), waitress (canvas_local/frontdoor.py) and Powertools
+ships in: moto (canvas_local/moto_patch/, moto_server.py), waitress (canvas_local/frontdoor.py) and Powertools
 (canvas_core/api/app.py overrides members of its resolver that are not its public API)."""
 
 from __future__ import annotations
