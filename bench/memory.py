@@ -2,7 +2,7 @@
 what each run leaves behind counted in moto's backends (DynamoDB items, S3 bodies, executions, SQS messages), in
 the caches of moto_patch, and (with --tracemalloc) by the allocating line and file. Not part of `make bench`:
 
-    .venv/bin/python -m bench.memory --runs 300 [--workers 4] [--tracemalloc] [--retention-days N]
+    .venv/bin/python -m bench.memory --runs 300 [--workers 4] [--tracemalloc] [--retention-days N] [--without PATCH]
 
 RSS is sampled after the warm-up and every --sample-every runs; `memory_rss_growth_kb_per_run` is the least-squares
 slope over the second half of the runs, as bench/soak.py reports it. The census and tracemalloc growth are between
@@ -33,6 +33,7 @@ from typing import Any
 from bench import STACK_PARAMETERS
 from bench.growth import second_half, slope
 from bench.load import SEED, workload
+from bench.moto_patches import MEMORY_PATCHES, memory_patches_left_out
 from canvas_core.models.api import CreateRunRequest
 from canvas_core.runs import create_run
 from canvas_local import moto_patch
@@ -239,6 +240,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "by whole traceback is printed too (slower still)",
     )
     parser.add_argument("--retention-days", type=int, default=None, help="the stack's local retention")
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=sorted(MEMORY_PATCHES),
+        help="a memory patch of moto_patch left out, to measure what it keeps (repeatable)",
+    )
     args = parser.parse_args(argv)
     for noisy in ("werkzeug", "botocore", "canvas_local", "moto"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
@@ -250,7 +258,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     extra: dict[str, Any] = {}
     if args.retention_days is not None:
         extra["retention_days"] = args.retention_days
-    with LocalStack(api_keys=keys, parameter_overrides=STACK_PARAMETERS, **extra) as stack:
+    with (
+        memory_patches_left_out(args.without),
+        LocalStack(api_keys=keys, parameter_overrides=STACK_PARAMETERS, **extra) as stack,
+    ):
         driver = Driver(stack, args.workers)
         driver.run(workload("warmup", "mem", args.warmup, rng, max_blocks=4))
         gc.collect()
