@@ -157,7 +157,6 @@ def census(stack: LocalStack) -> dict[str, float]:
             counts[f"sqs {queue.name} messages"] = len(queue._messages)
     counts["transaction tokens kept"] = len(transactions._applied_tokens)
     counts["condition parses kept"] = len(speed_dynamodb._condition_parses)
-    counts["sfn task threads"] = sum(1 for t in threading.enumerate() if t.name == "sfn-task")
     counts["threads"] = threading.active_count()
     return counts
 

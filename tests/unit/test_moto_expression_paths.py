@@ -1,8 +1,8 @@
 """What moto_patch spares moto's DynamoDB and its interpreter gives moto's answers: update expressions validated
 without the walks that cannot change them (and on a copy made node by node), condition expressions parsed once
-per expression, names and the values it names, the interpreter's state data copied without deepcopy's protocol,
-request handler methods listed once. Each test compares with moto's own code (the caches removed), and the seam
-tests fail loudly when a moto upgrade reshapes what these patches replace."""
+per expression, names and the values it names, request handler methods listed once, a Map's workers started for
+its items. Each test compares with moto's own code (the caches removed), and the seam tests fail loudly when a moto
+upgrade reshapes what these patches replace."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import inspect
 import json
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -30,7 +29,6 @@ from moto.sqs.responses import SQSResponse
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.inline_iteration_component import (
     InlineIterationComponentEvalInput,
 )
-from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded, ProgramRunning
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from canvas_local import moto_patch
@@ -268,74 +266,6 @@ def test_conditions_judge_items_as_moto_does_when_parsed_once(caches: Callable[[
     assert get_filter_expression(*CONDITIONS[1]) is get_filter_expression(*CONDITIONS[1])
 
 
-# State data as the interpreter copies it: inputs, results, the stack, what a path picks.
-SHARED = {"shared": ["x"]}
-STATE_DATA: list[Any] = [
-    {"plan": {"ready": [{"block_id": "a", "inputs": [], "timeout_seconds": 890, "ratio": 0.5, "flag": True}]}},
-    [{"Payload": {"block_id": "a", "released": None}}, "text", 3, 2.5, False, None],
-    "text",
-    {"with_time": datetime(2026, 11, 23, tzinfo=UTC)},
-    {"one": SHARED, "two": SHARED},
-    {1: "a key that is not text"},
-    ProgramEnded(),
-]
-
-
-def test_state_data_is_copied_as_deepcopy_copies_it():
-    running = ProgramRunning()
-    running.next_state_name = "Run Block"
-    for value in [*STATE_DATA, running]:
-        # When it is copied both ways
-        copied, expected = moto_patch.copy_json(value), copy.deepcopy(value)
-        # Then the copies are equal, of the same kinds, with containers shared as deepcopy shares them
-        assert _state_shape(copied) == _state_shape(expected)
-        if isinstance(value, (dict, list)) and value:
-            assert copied is not value
-    shared = moto_patch.copy_json(STATE_DATA[4])
-    assert shared["one"] is shared["two"] and shared["one"] is not SHARED
-    # And changing a copy leaves the original as it was
-    plan = moto_patch.copy_json(STATE_DATA[0])
-    plan["plan"]["ready"][0]["inputs"].append("b")
-    assert STATE_DATA[0]["plan"]["ready"][0]["inputs"] == []
-    assert moto_patch.copy_json(running).next_state_name == "Run Block"
-
-
-def _state_shape(value: Any) -> Any:
-    if isinstance(value, dict):
-        return ("dict", [(type(k).__name__, k, _state_shape(v)) for k, v in value.items()])
-    if isinstance(value, list):
-        return ("list", [_state_shape(v) for v in value])
-    if hasattr(value, "__dict__"):
-        return (type(value).__name__, _state_shape(dict(vars(value))))
-    return (type(value).__name__, value)
-
-
-def test_a_stored_item_is_copied_as_moto_copies_it(caches: Callable[[bool], None]):
-    # Given an item with every kind of value, one of them the hash key's own value (deepcopy keeps such sharing)
-    attributes = {
-        **ATTRIBUTES,
-        "blob": {"B": b"\x00"},
-        "nothing": {"NULL": True},
-        "deep": {"L": [{"M": {"s": {"NS": ["1"]}}}]},
-    }
-    item = Item(DynamoType(ATTRIBUTES["pk"]), None, attributes)
-    item.attrs["alias"] = item.hash_key
-    caches(False)
-    expected = copy.deepcopy(item)
-
-    # When it is copied with the patches
-    caches(True)
-    copied = copy.deepcopy(item)
-
-    # Then the copy is moto's: same values and kinds, the same sharing, nothing shared with the item
-    assert copied.to_json() == expected.to_json() == item.to_json()
-    assert type(copied.attrs) is type(expected.attrs) and vars(copied).keys() == vars(expected).keys()
-    assert copied.range_key is None and copied.attrs["alias"] is copied.hash_key
-    assert copied.hash_key is not item.hash_key
-    copied.attrs["deep"].value[0].value["s"].value.append("2")
-    assert item.attrs["deep"].value[0].value["s"].value == ["1"]
-
-
 MAP_MACHINE = {
     "StartAt": "Each",
     "States": {
@@ -431,20 +361,11 @@ def test_the_validation_and_parse_seams_keep_the_shapes_the_patches_implement():
         validators.EmptyStringKeyValueValidator,
     ]
     assert {"processors", "node_to_validate", "traverse"} <= set(speed_dynamodb._ORIGINAL_VALIDATE.__code__.co_names)
-    # And the tree walk, the condition parse and the handler listing keep their signatures
-    assert list(inspect.signature(speed_dynamodb._ORIGINAL_TRAVERSE).parameters) == ["self", "node", "child_id"]
-    assert speed_dynamodb._ORIGINAL_TRAVERSE is DepthFirstTraverser.__dict__.get("traverse_node_recursively") or (
-        DepthFirstTraverser.traverse_node_recursively is speed_dynamodb._traverse
-    )
+    # And the condition parse and the handler listing keep their signatures
     assert list(inspect.signature(speed_dynamodb._ORIGINAL_CONDITION_PARSE).parameters) == ["self"]
     fresh = ConditionExpressionParser("a = :a", None, {":a": {"S": "x"}})
     assert fresh.expr_attr_names_found == [] and fresh.expr_attr_values_found == []
     assert list(inspect.signature(speed_server._ORIGINAL_METHOD_NAMES).parameters) == ["clazz"]
-    # And an item's copy is made of its keys and attributes, each value copied as a DynamoType copies itself
-    assert {"hash_key", "range_key", "attrs", "deepcopy"} <= set(
-        speed_dynamodb._ORIGINAL_ITEM_DEEPCOPY.__code__.co_names
-    )
-    assert {"is_list", "is_map", "is_set"} <= set(DynamoType.__deepcopy__.__code__.co_names)
     # And an inline Map starts its workers one call at a time, each given the eval input holding the items
     assert list(inspect.signature(speed_interpreter._ORIGINAL_LAUNCH_WORKER).parameters) == [
         "self",
@@ -453,11 +374,6 @@ def test_the_validation_and_parse_seams_keep_the_shapes_the_patches_implement():
         "job_pool",
     ]
     assert "input_items" in inspect.signature(InlineIterationComponentEvalInput).parameters
-    # And the interpreter's copying modules hold the copy module under `copy` and use only its deepcopy
-    for module in speed_interpreter.INTERPRETER_COPYING_MODULES:
-        source = inspect.getsource(module)
-        assert "import copy\n" in source, module.__name__
-        assert set(_copy_uses(source)) == {"deepcopy"}, module.__name__
 
 
 class _Context:
@@ -467,12 +383,6 @@ class _Context:
     expression_attribute_values: dict[str, Any] = {}
     item = None
     table = seams_table()
-
-
-def _copy_uses(source: str) -> list[str]:
-    import re
-
-    return re.findall(r"\bcopy\.(\w+)", source)
 
 
 def test_each_speed_patch_replaces_its_attributes_and_gives_moto_its_own_back(caches: Callable[[bool], None]):

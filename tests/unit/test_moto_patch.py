@@ -1,5 +1,5 @@
 """The seams canvas_local.moto_patch replaces or wraps in moto (the Lambda task seam, per-service request locks,
-the execution-end hook, the interpreter's thread list, partition-only queries, the ASL parse and routing caches):
+the execution-end hook, the interpreter's thread list, partition-only queries, the ASL parse cache):
 these tests fail loudly when a moto upgrade moves or reshapes one, and show what each patch does through moto."""
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import backends as moto_backends
 from moto import mock_aws
 from moto.dynamodb.responses import DynamoHandler
 from moto.s3.responses import S3Response
@@ -41,7 +40,6 @@ from canvas_local.moto_patch import (
     memory,
     packed_items,
     speed_interpreter,
-    speed_server,
     step_functions,
     transactions,
 )
@@ -477,13 +475,9 @@ def test_the_seams_of_the_locks_caches_and_hooks_keep_the_shapes_the_patches_imp
     query = parameters_of(packed_items._ORIGINAL_QUERY)
     assert query[:2] == ["self", "hash_key"] and "index_name" in query
     assert "all_items" in packed_items._ORIGINAL_QUERY.__code__.co_names
-    # And the parser is a static method of one argument, the server's routing a method of the host
+    # And the parser is a static method of one argument
     assert isinstance(speed_interpreter._ORIGINAL_PARSE, staticmethod)
     assert parameters_of(speed_interpreter._ORIGINAL_PARSE.__func__) == ["definition"]
-    assert parameters_of(speed_server._ORIGINAL_BACKEND_FOR_HOST) == ["self", "host"]
-    modules = list(speed_server._ORIGINAL_LIST_MODULES())
-    assert {"dynamodb", "s3", "stepfunctions"} <= set(modules)
-    assert callable(moto_backends.list_of_moto_modules)
 
 
 def parameters_of(function: Any) -> list[str]:
@@ -940,80 +934,6 @@ def test_a_task_whose_function_takes_no_more_invocations_fails_as_lambda_throttl
     # Then moto sees Lambda's throttling error, which the state machine's Retry on Lambda errors matches
     assert raised.value.response["Error"]["Code"] == "TooManyRequestsException"
     assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 429
-
-
-def test_a_task_state_starts_its_work_on_the_thread_class_the_patch_replaces():
-    # Given moto's task states
-    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
-
-    # When the code that runs a task's work is read
-    source = inspect.getsource(execute_state.ExecutionState._evaluate_with_timeout)
-    # Then it starts one thread of the module's `Thread` with a target, keeps it in TMP_THREADS, and waits for the
-    # work with the state's timeout: what TaskThread implements
-    assert speed_interpreter._ORIGINAL_TASK_THREAD is threading.Thread
-    assert "Thread(target=_exec_and_notify, daemon=True)" in source
-    assert "TMP_THREADS.append(thread)" in source and "thread.start()" in source
-    assert "terminated_event.wait(timeout_seconds)" in source
-
-
-def test_task_threads_run_one_task_at_a_time_each_and_are_kept_for_the_next(monkeypatch):
-    # Given no task thread left idle by earlier tests (each ends after a second without a task)
-    deadline = time.monotonic() + 5
-    while moto_patch.TaskThread._idle and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not moto_patch.TaskThread._idle
-    # and two tasks at once, one of them held
-    held, started, seen = threading.Event(), threading.Event(), []
-
-    def task(name):
-        def run():
-            seen.append((name, threading.get_ident()))
-            if name == "held":
-                started.set()
-                held.wait(10)
-
-        return run
-
-    first = moto_patch.TaskThread(target=task("held"), daemon=True)
-    second = moto_patch.TaskThread(target=task("quick"), daemon=True)
-    with pytest.raises(RuntimeError):
-        first.join()
-    assert first.ident is None and not first.is_alive()
-    # When both start, then a third once the quick one has ended
-    first.start()
-    second.start()
-    second.join(5)
-    assert started.wait(5)
-    # (the quick one's thread goes back to the idle ones just after its task is done)
-    deadline = time.monotonic() + 5
-    while not moto_patch.TaskThread._idle and time.monotonic() < deadline:
-        time.sleep(0.01)
-    third = moto_patch.TaskThread(target=task("after"), daemon=True)
-    third.start()
-    third.join(5)
-    # Then the held task kept its thread to itself, the third ran on the quick one's, and each says when it is done
-    threads = dict(seen)
-    assert threads["held"] != threads["quick"] == threads["after"] == second.ident == third.ident
-    assert first.is_alive() and not second.is_alive() and not third.is_alive()
-    held.set()
-    first.join(5)
-    assert not first.is_alive()
-
-
-def test_an_idle_task_thread_ends(monkeypatch):
-    # Given task threads that end after 50 ms without a task
-    monkeypatch.setattr(speed_interpreter, "IDLE_TASK_THREAD_SECONDS", 0.05)
-    task = moto_patch.TaskThread(target=lambda: None)
-    task.start()
-    task.join(5)
-    ident = task.ident
-    # When it has been idle for longer
-    deadline = time.monotonic() + 5
-    while any(t.ident == ident for t in threading.enumerate()) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    # Then its thread has ended and is no longer offered to the next task
-    assert all(t.ident != ident for t in threading.enumerate())
-    assert all(runner.ident != ident for runner in moto_patch.TaskThread._idle)
 
 
 # ---------------------------------------------------------------- what a run leaves in memory

@@ -59,7 +59,6 @@ from canvas_local.moto_patch.packed_items import (
     uninstall_packed_items,
 )
 from canvas_local.moto_patch.patches import SpeedPatch
-from canvas_local.moto_patch.speed_interpreter import TaskThread, copy_json
 from canvas_local.moto_patch.step_functions import (
     install_payload_limits,
     install_quiet_stops,
@@ -110,10 +109,8 @@ __all__ = [
     "PackedItems",
     "PackedPartitions",
     "SpeedPatch",
-    "TaskThread",
     "WriteJournal",
     "backend_locks",
-    "copy_json",
     "disable_state_machine_execution",
     "enable_state_machine_execution",
     "forget_ended_executions",

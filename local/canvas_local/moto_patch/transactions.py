@@ -8,7 +8,8 @@ ten minutes, each with a hash of its request.
 Speed: moto's `DynamoDBBackend.transact_write_items` deep-copies every table it touches before writing, to roll back
 on failure: its cost grows with everything stored, so a long-lived stack slowed down run after run. It is replaced
 with the same semantics (all conditions hold, or nothing is written) that checks every condition first and keeps only
-the touched items for the rollback."""
+the touched items for the rollback. Buys 86% of a chain's CPU per block on a stack that has run some 300 chains
+(`bench/moto_patches.py item_level_transactions`: 30 ms a block with it, 218 without), and more as the stack grows."""
 
 from __future__ import annotations
 
