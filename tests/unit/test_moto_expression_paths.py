@@ -266,6 +266,32 @@ def test_conditions_judge_items_as_moto_does_when_parsed_once(caches: Callable[[
     assert get_filter_expression(*CONDITIONS[1]) is get_filter_expression(*CONDITIONS[1])
 
 
+def test_a_stored_item_is_copied_as_moto_copies_it(caches: Callable[[bool], None]):
+    # Given an item with every kind of value, one of them the hash key's own value (deepcopy keeps such sharing)
+    attributes = {
+        **ATTRIBUTES,
+        "blob": {"B": b"\x00"},
+        "nothing": {"NULL": True},
+        "deep": {"L": [{"M": {"s": {"NS": ["1"]}}}]},
+    }
+    item = Item(DynamoType(ATTRIBUTES["pk"]), None, attributes)
+    item.attrs["alias"] = item.hash_key
+    caches(False)
+    expected = copy.deepcopy(item)
+
+    # When it is copied with the patches
+    caches(True)
+    copied = copy.deepcopy(item)
+
+    # Then the copy is moto's: same values and kinds, the same sharing, nothing shared with the item
+    assert copied.to_json() == expected.to_json() == item.to_json()
+    assert type(copied.attrs) is type(expected.attrs) and vars(copied).keys() == vars(expected).keys()
+    assert copied.range_key is None and copied.attrs["alias"] is copied.hash_key
+    assert copied.hash_key is not item.hash_key
+    copied.attrs["deep"].value[0].value["s"].value.append("2")
+    assert item.attrs["deep"].value[0].value["s"].value == ["1"]
+
+
 MAP_MACHINE = {
     "StartAt": "Each",
     "States": {
@@ -361,11 +387,20 @@ def test_the_validation_and_parse_seams_keep_the_shapes_the_patches_implement():
         validators.EmptyStringKeyValueValidator,
     ]
     assert {"processors", "node_to_validate", "traverse"} <= set(speed_dynamodb._ORIGINAL_VALIDATE.__code__.co_names)
-    # And the condition parse and the handler listing keep their signatures
+    # And the tree walk, the condition parse and the handler listing keep their signatures
+    assert list(inspect.signature(speed_dynamodb._ORIGINAL_TRAVERSE).parameters) == ["self", "node", "child_id"]
+    assert speed_dynamodb._ORIGINAL_TRAVERSE is DepthFirstTraverser.__dict__.get("traverse_node_recursively") or (
+        DepthFirstTraverser.traverse_node_recursively is speed_dynamodb._traverse
+    )
     assert list(inspect.signature(speed_dynamodb._ORIGINAL_CONDITION_PARSE).parameters) == ["self"]
     fresh = ConditionExpressionParser("a = :a", None, {":a": {"S": "x"}})
     assert fresh.expr_attr_names_found == [] and fresh.expr_attr_values_found == []
     assert list(inspect.signature(speed_server._ORIGINAL_METHOD_NAMES).parameters) == ["clazz"]
+    # And an item's copy is made of its keys and attributes, each value copied as a DynamoType copies itself
+    assert {"hash_key", "range_key", "attrs", "deepcopy"} <= set(
+        speed_dynamodb._ORIGINAL_ITEM_DEEPCOPY.__code__.co_names
+    )
+    assert {"is_list", "is_map", "is_set"} <= set(DynamoType.__deepcopy__.__code__.co_names)
     # And an inline Map starts its workers one call at a time, each given the eval input holding the items
     assert list(inspect.signature(speed_interpreter._ORIGINAL_LAUNCH_WORKER).parameters) == [
         "self",

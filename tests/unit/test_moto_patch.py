@@ -1,5 +1,5 @@
 """The seams canvas_local.moto_patch replaces or wraps in moto (the Lambda task seam, per-service request locks,
-the execution-end hook, the interpreter's thread list, partition-only queries, the ASL parse cache):
+the execution-end hook, the interpreter's thread list, partition-only queries, the ASL parse and routing caches):
 these tests fail loudly when a moto upgrade moves or reshapes one, and show what each patch does through moto."""
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from canvas_local.moto_patch import (
     memory,
     packed_items,
     speed_interpreter,
+    speed_server,
     step_functions,
     transactions,
 )
@@ -475,9 +476,10 @@ def test_the_seams_of_the_locks_caches_and_hooks_keep_the_shapes_the_patches_imp
     query = parameters_of(packed_items._ORIGINAL_QUERY)
     assert query[:2] == ["self", "hash_key"] and "index_name" in query
     assert "all_items" in packed_items._ORIGINAL_QUERY.__code__.co_names
-    # And the parser is a static method of one argument
+    # And the parser is a static method of one argument, the server's routing a method of the host
     assert isinstance(speed_interpreter._ORIGINAL_PARSE, staticmethod)
     assert parameters_of(speed_interpreter._ORIGINAL_PARSE.__func__) == ["definition"]
+    assert parameters_of(speed_server._ORIGINAL_BACKEND_FOR_HOST) == ["self", "host"]
 
 
 def parameters_of(function: Any) -> list[str]:

@@ -10,10 +10,11 @@ State dir (`--state-dir`):
 Memory (a long-lived stack's memory kept to what it stores):
 - memory.py: model objects untracked, S3 bodies in files, finished threads and old executions dropped.
 - packed_items.py: DynamoDB items kept packed.
-Speed (kept only where `bench/moto_patches.py` shows what it buys; the figure is beside each in
-docs/benchmarks.md, "What each moto patch buys"):
+Speed (kept only where a benchmark shows what it buys; the figure is beside each, and in docs/benchmarks.md,
+"What each moto patch buys"):
 - speed_server.py, speed_interpreter.py, speed_dynamodb.py, and the scans, queries (packed_items.py) and
   transactions (transactions.py) that read only what they need.
+No patch: moto_api.py calls moto's own server API (its configuration, a reset).
 
 tests/unit/test_moto_patch.py, test_moto_fast_paths.py and test_moto_expression_paths.py fail when a moto upgrade
 moves or reshapes any of these seams, and compare what each shortcut answers with moto's own code.

@@ -1,6 +1,7 @@
 """Speed: work moto's DynamoDB repeats for every write or answer, done once or more cheaply here. A write tokenizes
 and parses the same UpdateExpression and ConditionExpression two or three times each, validates an UpdateExpression
-with ten walks over a deep copy of its tree (some of which cannot change it); an answer walks every attribute value of
+with ten walks over a deep copy of its tree (some of which cannot change it), and copies items through
+`copy.deepcopy` value by value; an answer walks every attribute value of
 every item against the service model, though they are stored in the wire form already. What each buys:
 `.venv/bin/python -m bench.moto_patches NAME` (docs/benchmarks.md, "What each moto patch buys"), CPU per block of a
 chain of 20 blocks, with the patch against without it."""
@@ -12,10 +13,11 @@ import copy
 import functools
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from moto.core.serialize import JSONSerializer
 from moto.dynamodb.comparisons import ConditionExpressionParser
+from moto.dynamodb.models.dynamo_type import DDBType, DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.parsing import validators as ddb_validators
 from moto.dynamodb.parsing.ast_nodes import (
@@ -35,7 +37,10 @@ from canvas_local.moto_patch.patches import Replacement, SpeedPatch
 _ORIGINAL_UPDATE_EXPRESSION_MAKE = UpdateExpressionParser.make
 _ORIGINAL_VALIDATOR_INIT = ddb_validators.Validator.__init__
 _ORIGINAL_VALIDATE = ddb_validators.Validator.validate
+_ORIGINAL_NODES_TO_BE_PROCESSED = DepthFirstTraverser.nodes_to_be_processed
+_ORIGINAL_TRAVERSE = DepthFirstTraverser.traverse_node_recursively
 _ORIGINAL_CONDITION_PARSE = ConditionExpressionParser.parse
+_ORIGINAL_ITEM_DEEPCOPY = Item.__deepcopy__
 _ORIGINAL_JSON_STRUCTURE = JSONSerializer._serialize_type_structure
 _ORIGINAL_JSON_MAP = JSONSerializer._serialize_type_map
 
@@ -209,12 +214,61 @@ def _copy_node(node: Node, parent: Node | None, copies: dict[int, Node]) -> Node
             kind = type(child)
             if kind in _LEAVES:
                 copied_children.append(child)
-            elif issubclass(kind, Node) and child.parent is node:
+            elif _is_node_type(kind) and child.parent is node:
                 copied_children.append(_copy_node(child, copied, copies))
             else:
                 raise _NotPlain
         copied.__dict__["children"] = copied_children
     return copied
+
+
+# traversal_types_once: moto's `DepthFirstTraverser.nodes_to_be_processed` and `traverse_node_recursively`. Under
+# 5% of a chain's CPU per block alone (four passes: 6, 1, 3, 4%), but with `items_copied_directly` and
+# `backend_per_host` (each also under 5% alone) and the three patches removed, 11-18% together: kept with them.
+_processed_kinds: dict[type, tuple[type, ...]] = {}
+
+
+def _nodes_to_be_processed(self: DepthFirstTraverser) -> tuple[type, ...]:
+    # moto builds a processor's map of node kinds (bound methods and all) again at every node it visits; the kinds
+    # are the keys of a literal in each processor class.
+    kinds = _processed_kinds.get(type(self))
+    if kinds is None:
+        kinds = _processed_kinds[type(self)] = _ORIGINAL_NODES_TO_BE_PROCESSED(self)
+    return kinds
+
+
+# Whether an object of a type is a Node, and whether a processor processes nodes of a type: moto asks with
+# isinstance on abstract classes (a Python-level check each time) at every node of every walk. No class is
+# registered as a virtual subclass of these, so the answer is one per type.
+_node_types: dict[type, bool] = {}
+_processed_types: dict[tuple[type, type], bool] = {}
+
+
+def _is_node_type(kind: type) -> bool:
+    is_node = _node_types.get(kind)
+    if is_node is None:
+        is_node = _node_types[kind] = issubclass(kind, Node)
+    return is_node
+
+
+def _traverse(self: DepthFirstTraverser, node: Any, child_id: int = -1) -> Any:
+    """moto's `DepthFirstTraverser.traverse_node_recursively`, with its type checks answered once per type."""
+    kind = type(node)
+    if _is_node_type(kind):
+        parent_node = node.parent
+        if node.children is not None:
+            for i, child_node in enumerate(node.children):
+                self.pre_processing_of_child(node, i)
+                self.traverse_node_recursively(child_node, i)
+        processed = _processed_types.get((type(self), kind))
+        if processed is None:
+            processed = _processed_types[(type(self), kind)] = isinstance(node, self.nodes_to_be_processed())
+        if processed:
+            node = self.process(node)
+            node.parent = parent_node
+            if parent_node:
+                parent_node.children[child_id] = node
+    return node
 
 
 # conditions_parsed_once: moto's `ConditionExpressionParser.parse`. A conditional write's ConditionExpression is
@@ -251,6 +305,49 @@ def _parse_condition(self: ConditionExpressionParser) -> Any:
             del _condition_parses[next(iter(_condition_parses))]
     _condition_parses[key] = (op, tuple(self.expr_attr_names_found), tuple(self.expr_attr_values_found))
     return op
+
+
+# items_copied_directly: moto's `Item.__deepcopy__`. Under 5% of a chain's CPU per block alone (four passes: 6, 9, 1,
+# -1%), kept with `traversal_types_once` and `backend_per_host` (see there).
+def _copy_item(self: Item, memo: dict[int, Any]) -> Item:
+    """moto's `Item.__deepcopy__` (a write copies the item it changes once or twice), with each value copied as
+    moto's `DynamoType.__deepcopy__` copies it but without going through `copy.deepcopy` for every one of them."""
+    if id(self) in memo:
+        return memo[id(self)]  # type: ignore[no-any-return]
+    result = cast(Item, self.__class__.__new__(self.__class__))  # moto's BaseModel.__new__ says BaseModel
+    memo[id(self)] = result
+    result.hash_key = _copy_value(self.hash_key, memo)
+    result.range_key = _copy_value(self.range_key, memo)
+    attributes = LimitedSizeDict.__new__(LimitedSizeDict)
+    dict.__init__(attributes)
+    for key, value in self.attrs.items():
+        dict.__setitem__(attributes, key, _copy_value(value, memo))
+    result.attrs = attributes
+    return result
+
+
+_SETS = frozenset({DDBType.STRING_SET, DDBType.NUMBER_SET, DDBType.BINARY_SET})
+
+
+def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
+    if type(value) is not DynamoType:
+        return copy.deepcopy(value, memo)
+    copied = memo.get(id(value))
+    if copied is not None:
+        return copied
+    copied = DynamoType.__new__(DynamoType)
+    memo[id(value)] = copied
+    kind, inner = value.type, value.value
+    copied.type = kind
+    if kind == DDBType.LIST:
+        copied.value = [_copy_value(v, memo) for v in inner]
+    elif kind == DDBType.MAP:
+        copied.value = {k: _copy_value(v, memo) for k, v in inner.items()}
+    elif kind in _SETS:
+        copied.value = list(inner)
+    else:
+        copied.value = inner
+    return copied
 
 
 # attribute_values_as_stored: moto's `JSONSerializer._serialize_type_structure` and `_serialize_type_map`, for
@@ -348,6 +445,15 @@ PATCHES = {
             Replacement(ddb_validators.Validator, "validate", _ORIGINAL_VALIDATE, _validate),
         )
     ),
+    "traversal_types_once": SpeedPatch(
+        (
+            Replacement(
+                DepthFirstTraverser, "nodes_to_be_processed", _ORIGINAL_NODES_TO_BE_PROCESSED, _nodes_to_be_processed
+            ),
+            Replacement(DepthFirstTraverser, "traverse_node_recursively", _ORIGINAL_TRAVERSE, _traverse),
+        )
+    ),
+    "items_copied_directly": SpeedPatch((Replacement(Item, "__deepcopy__", _ORIGINAL_ITEM_DEEPCOPY, _copy_item),)),
     "conditions_parsed_once": SpeedPatch(
         (Replacement(ConditionExpressionParser, "parse", _ORIGINAL_CONDITION_PARSE, _parse_condition),)
     ),
