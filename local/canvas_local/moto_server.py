@@ -42,11 +42,13 @@ from botocore.endpoint import convert_to_response_dict
 from botocore.exceptions import ClientError
 from botocore.httpchecksum import handle_checksum_body
 from botocore.parsers import JSONParser, ResponseParserFactory
+from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.botocore_stubber import MockRawResponse
 from moto.core.request import PRESERVED_HEADER_NAMES_ENVIRON_KEY, Request
 from moto.core.responses import BaseResponse
 from moto.dynamodb.responses import DynamoHandler
 from moto.events.responses import EventsHandler
+from moto.iam.models import get_account_id_from
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.sqs.responses import SQSResponse
 from moto.stepfunctions.responses import StepFunctionResponse
@@ -524,14 +526,17 @@ def _members_of(shape: Any) -> tuple[tuple[str, str, str | None], ...]:
 def _signature_names_defaults(request_signer: Any) -> bool:
     """Whether moto takes its default region and account from what this client's signature would carry: the
     signing region is moto's default, and the access key is none that moto picks out of a signature (moto's own
-    pattern) to look its account up."""
+    pattern) to look its account up, or one whose account moto finds to be its default (a key it never issued, such
+    as the credentials the stack vends a block: canvas_local/scopes.py)."""
     if request_signer is None or request_signer.region_name != BaseResponse.default_region:
         return False
     credentials = getattr(request_signer, "_credentials", None)
     access_key = getattr(credentials, "access_key", None) if credentials is not None else None
     if access_key is None:
         return credentials is None  # unsigned: moto sees no signature either way
-    return BaseResponse.access_key_regex.search(f"AWS4-HMAC-SHA256 Credential={access_key}/") is None
+    if BaseResponse.access_key_regex.search(f"AWS4-HMAC-SHA256 Credential={access_key}/") is None:
+        return True
+    return bool(get_account_id_from(access_key) == DEFAULT_ACCOUNT_ID)
 
 
 def _wsgi_str(text: str) -> str:
