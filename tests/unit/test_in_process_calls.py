@@ -190,10 +190,19 @@ def test_a_call_answered_in_process_goes_through_the_clients_hooks_validation_an
 
 
 def test_a_call_moto_would_read_another_region_or_account_from_goes_signed(moto_server, answered):
-    # Given clients whose signature names another region, or an access key moto reads from a signature
+    # Given clients whose signature names another region, or an access key moto issued for another account
     _, in_process = sessions(moto_server)
     elsewhere = client(in_process, moto_server, "dynamodb", region_name="eu-west-1")
-    real_key = client(in_process, moto_server, "dynamodb", aws_access_key_id="AKIAIOSFODNN7EXAMPLE")
+    sts = client(in_process, moto_server, "sts")
+    issued = sts.assume_role(RoleArn="arn:aws:iam::111111111111:role/other", RoleSessionName="other")["Credentials"]
+    real_key = client(
+        in_process,
+        moto_server,
+        "dynamodb",
+        aws_access_key_id=issued["AccessKeyId"],
+        aws_secret_access_key=issued["SecretAccessKey"],
+        aws_session_token=issued["SessionToken"],
+    )
     here = client(in_process, moto_server, "dynamodb")
 
     # When the first creates a table and each lists the tables of its region
@@ -211,6 +220,10 @@ def test_a_call_moto_would_read_another_region_or_account_from_goes_signed(moto_
     assert [name for name, listed in tables.items() if "elsewhere" in listed] == ["elsewhere"]
     assert answered[:answered_before] == []
     assert answered[answered_before:] == ["ListTables"]
+    # And a key moto never issued, which it takes for its default account, is answered like the default client's
+    never_issued = client(in_process, moto_server, "dynamodb", aws_access_key_id="AKIAIOSFODNN7EXAMPLE")
+    assert never_issued.list_tables()["TableNames"] == tables["here"]
+    assert answered[-1:] == ["ListTables"] and len(answered) == answered_before + 2
 
 
 def test_the_moto_request_of_a_json_call_is_the_one_moto_builds(moto_server):
