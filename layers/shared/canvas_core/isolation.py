@@ -61,7 +61,8 @@ def scope_block(
         raise BlockFatalError(f"Run {request.run_id} of canvas {request.canvas_id} not found")
     if request.short is not None:
         _pay_short_block(store, run, request)
-    _, nodes, _ = store.get_canvas(run.canvas_id)
+    # Only a re-run's canvas holds outputs of earlier runs (its reused blocks'): a first run's are all its own.
+    nodes = store.get_canvas(run.canvas_id)[1] if run.rerun_of is not None else []
     scope = BlockScope(
         account_id=run.account_id, run_id=run.run_id, canvas_id=run.canvas_id, read_runs=runs_read(run, nodes)
     )
