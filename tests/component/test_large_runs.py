@@ -106,7 +106,7 @@ def test_the_dag_of_eighteen_large_cjk_pages_stays_under_lambdas_response_limit_
         whole, offset, pages_read = whole + node["content"], offset + len(node["content"]), pages_read + 1
         if not node.get("content_truncated"):
             break
-    [stored] = with_full_content(Store().get_nodes(created["canvas_id"], [pages[3]["id"]]))
+    [stored] = with_full_content(Store().get_nodes(created["canvas_id"], [pages[3]["id"]]), account.account_id)
     assert whole == stored.content and len(whole) == PAGE_CHARS and pages_read == 3
 
 

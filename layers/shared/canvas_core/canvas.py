@@ -32,7 +32,7 @@ def get_canvas_dag(
             raise BadRequestError(f"Invalid node: {node} is not a block of this canvas")
         edges = [e for e in edges if node in (e.source_id, e.target_id)]
     size, start = (CONTENT_PAGE_CHARS, offset) if node is not None else (DAG_CONTENT_CHARS, 0)
-    nodes = with_full_content(nodes)
+    nodes = with_full_content(nodes, account_id)
     return CanvasDagResponse(
         canvas_id=canvas.canvas_id,
         canvas_name=canvas.canvas_name,

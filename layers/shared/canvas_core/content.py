@@ -11,6 +11,7 @@ from typing import Any, NotRequired, TypedDict
 from canvas_core.adapters.artifacts import ArtifactStore
 from canvas_core.errors import StorageError
 from canvas_core.models.items import NodeItem, RunError, RunItem
+from canvas_core.observability import logger
 
 INLINE_MAX_BYTES = 100_000
 MAX_CONTENT_BYTES = 5_000_000
@@ -45,13 +46,25 @@ def content_fields(content: str, account_id: str, run_id: str, block_id: str, fi
     return {"content": content[:PREVIEW_CHARS], "content_key": key}
 
 
-def with_full_content(nodes: list[NodeItem], files: ArtifactStore | None = None) -> list[NodeItem]:
-    """The nodes, each with its whole content (read from S3 for those that spilled)."""
+def belongs_to(key: str, account_id: str) -> bool:
+    """Whether an S3 key a node names is one of the account's objects (`<folder>/<account>/...`). A block writes its
+    own node, and a taken-over one could name another account's object there: trusted code that reads or signs a
+    key a node gave (a spilled output, a block's file) reads only the run's account's (docs/isolation.md)."""
+    folder, _, rest = key.partition("/")
+    return folder in ("uploads", "content", "artifacts") and rest.startswith(f"{account_id}/")
+
+
+def with_full_content(nodes: list[NodeItem], account_id: str, files: ArtifactStore | None = None) -> list[NodeItem]:
+    """The nodes of one of `account_id`'s canvases, each with its whole content (read from S3 for those that
+    spilled); a key outside the account's objects is not read, and the node keeps its preview."""
     spilled = [(n, n.content_key) for n in nodes if n.content_key]
     if not spilled:
         return nodes
     files = files or ArtifactStore()
     for node, key in spilled:
+        if not belongs_to(key, account_id):
+            logger.warning("A node names an object outside its account; its preview stands", extra={"key": key})
+            continue
         node.content = files.get(key).decode("utf-8")
     return nodes
 

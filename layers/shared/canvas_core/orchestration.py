@@ -9,7 +9,7 @@ from typing import Any
 from canvas_core.adapters.events import Events
 from canvas_core.adapters.store import Store
 from canvas_core.clock import now_ms
-from canvas_core.content import run_text_fields, with_full_content
+from canvas_core.content import belongs_to, run_text_fields, with_full_content
 from canvas_core.dataflow import describe_error, record_block_failure, wire
 from canvas_core.errors import CreditsExhaustedError, StorageBusyError, StorageError
 from canvas_core.estimates import estimate_block_credits
@@ -155,7 +155,7 @@ def finalize_run(
         failure = CANCELLED
 
     _, nodes, edges = store.get_canvas(run.canvas_id)
-    nodes = with_full_content(nodes)
+    nodes = with_full_content(nodes, run.account_id)
     if failure == CANCELLED and nodes and all(n.status == NodeStatus.COMPLETED for n in nodes):
         # Every block had completed (and was charged) when the cancel came: it stopped nothing, the run completed.
         failure = None
@@ -169,7 +169,9 @@ def finalize_run(
     if ended_meanwhile:
         # Blocks that ended while the run was being ended (a cancel racing their completion) count as they ended, so
         # that what a completed one was charged is in the run's credits.
-        as_ended = {n.block_id: n for n in with_full_content(store.get_nodes(run.canvas_id, ended_meanwhile))}
+        as_ended = {
+            n.block_id: n for n in with_full_content(store.get_nodes(run.canvas_id, ended_meanwhile), run.account_id)
+        }
         nodes = [as_ended.get(n.block_id, n) for n in nodes]
 
     completed = [n for n in nodes if n.status == NodeStatus.COMPLETED and n.content]
@@ -198,7 +200,15 @@ def finalize_run(
     if not nodes and failure is None:
         errors.append(RunError(error="The plan for this run had no blocks", recoverable=False))
 
-    artifacts = unique_names([Artifact.model_validate(a) for n in completed for a in n.artifacts])
+    # A block writes its own node: only its account's objects become the run's files (content.belongs_to).
+    artifacts = unique_names(
+        [
+            a
+            for n in completed
+            for a in map(Artifact.model_validate, n.artifacts)
+            if belongs_to(a.s3_key, run.account_id)
+        ]
+    )
     # What the run used and spent is what its blocks did: a re-run's reused blocks were paid by the run they ran in.
     ran = [n for n in nodes if not n.reused]
     # Ending the run also gives back its slot among the account's running runs (in the same write).

@@ -440,7 +440,7 @@ def _load_node(
         and block.attempt == 0
         and not block.short
     ):
-        return release.node, with_full_content(release.inputs), release.account, {}
+        return release.node, with_full_content(release.inputs, block.account_id), release.account, {}
     wanted = [block.block_id, *(block.inputs or [])]
     nodes, account, dependents = store.get_nodes_and_account(
         block.canvas_id, wanted, block.account_id, dependents=block.dependents
@@ -452,7 +452,7 @@ def _load_node(
     if block.inputs is None or set(block.inputs) != set(node.inputs):
         found |= {n.block_id: n for n in store.get_nodes(block.canvas_id, node.inputs)}
     stored = {d: dependents[d] for d in node.dependents if d in dependents}
-    return node, with_full_content([found[i] for i in node.inputs if i in found]), account, stored
+    return node, with_full_content([found[i] for i in node.inputs if i in found], block.account_id), account, stored
 
 
 def _task_ids(canvas_id: str, block_id: str) -> list[str]:

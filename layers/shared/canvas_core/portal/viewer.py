@@ -60,7 +60,7 @@ def canvas_view(
     canvas, nodes, edges = store.get_canvas(run.canvas_id)
     if canvas is not None and canvas.account_id != account_id:
         raise RunNotFoundError(run.run_id)
-    nodes = with_full_content(nodes, files)
+    nodes = with_full_content(nodes, account_id, files)
     positions, width, height = layout(nodes, edges)
     return CanvasView(
         run=run,
