@@ -572,3 +572,27 @@ def test_a_run_whose_reservation_is_spent_while_it_ends_settles_what_is_left(aws
     assert balance(account_id) == 1000 - 40
     assert store.get_run(run.run_id).reserved_credits == 0
     assert int(store.get_account(account_id)["active_runs"]) == 0
+
+
+@pytest.mark.parametrize("written", [{"N": "1000000"}, {"S": "a lot"}, {"N": "-40"}])
+def test_a_reservation_a_block_rewrote_returns_at_most_what_was_set_aside_and_the_run_still_ends(
+    aws, function, context, written
+):
+    # Given a run that set 50 credits aside, whose reservation a taken-over block rewrote (it may write that
+    # attribute of its own run, docs/isolation.md)
+    account_id, api_key = create_account_with_key(credits=50)
+    created = start_run(function, context, api_key, {"prompt": "Explain tides"})
+    assert balance(account_id) == 0 and Store().get_run(created["run_id"]).credits_set_aside == 50
+    aws.ddb.update_item(
+        TableName=aws.settings.runs_table,
+        Key={"run_id": {"S": created["run_id"]}},
+        UpdateExpression="SET reserved_credits = :v",
+        ExpressionAttributeValues={":v": written},
+    )
+    # When the run ends
+    ids = {"run_id": created["run_id"], "canvas_id": created["canvas_id"], "account_id": account_id}
+    function("orchestration/finalize_run")(ids, context)
+    # Then it ended, its slot came back, and the balance holds no more than what was set aside
+    assert get_run(function, context, api_key, created["run_id"])["status"] != "running"
+    assert balance(account_id) <= 50
+    assert int(Store().get_account(account_id).get("active_runs", 0)) == 0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, field_validator
 
 from canvas_core.models.base import Model
 from canvas_core.models.catalog import NodeStatus, RunStatus, TaskStatus, TaskType, Template
@@ -76,6 +78,19 @@ class RunItem(Model):
     # Every credit moved from the account into the reservation (admission, top-ups), written only by trusted code:
     # a run's end returns at most this much, whatever a block wrote into `reserved_credits` (docs/isolation.md).
     credits_set_aside: int | None = None
+
+    @field_validator("reserved_credits", mode="before")
+    @classmethod
+    def _reservation_as_a_number(cls, value: Any) -> Any:
+        """A block may write its run's reservation (docs/isolation.md): one that is not a whole number reads as none
+        left, so the run can still be read and ended."""
+        if value is None or isinstance(value, int):
+            return value
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return 0
+
     # Review (docs/api.md): the run waits after planning until approved or cancelled. While it waits its item holds
     # the parked task's token and the plan the state machine resumes with; `estimated_credits` is what its planned
     # blocks are expected to spend.

@@ -100,7 +100,7 @@ class StoreBase:
             found = self.ddb.get_item(
                 TableName=self.settings.runs_table,
                 Key={"run_id": {"S": run_id}},
-                ProjectionExpression="run_id, #s, reserved_credits, account_id",
+                ProjectionExpression="run_id, #s, reserved_credits, credits_set_aside, account_id",
                 ExpressionAttributeNames={"#s": "status"},
                 ConsistentRead=True,
             )

@@ -215,7 +215,8 @@ class RunsTable(CreditsLedger):
             if reserved is not None:
                 sets += ", reserved_credits = :none_left"
                 condition += " AND reserved_credits = :reserved"
-                values |= expression_values(none_left=0, reserved=int(reserved))
+                # As stored, whatever a block wrote there: the condition holds the value the settlement was read from.
+                values |= expression_values(none_left=0, reserved=reserved)
             run_update = {
                 "Update": {
                     "TableName": self.settings.runs_table,
@@ -314,5 +315,8 @@ def returned(reserved: Any, set_aside: Any) -> int | None:
     without a reservation."""
     if reserved is None:
         return None
-    left = max(0, int(reserved))
+    try:
+        left = max(0, int(reserved))
+    except (TypeError, ValueError):
+        return 0  # not a number (a block wrote it so): nothing comes back
     return left if set_aside is None else min(left, int(set_aside))
