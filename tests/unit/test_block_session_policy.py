@@ -255,3 +255,57 @@ def test_the_evaluator_refuses_a_construct_it_does_not_evaluate():
 
 def test_the_policy_is_plain_json():
     assert json.loads(compact(policy())) == policy()
+
+
+def test_scope_block_widens_the_reads_when_sts_finds_the_packed_policy_too_large(monkeypatch):
+    # Given a run, and STS refusing the first policy as too large once packed
+    from types import SimpleNamespace
+
+    from canvas_core import isolation
+    from canvas_core.adapters.credentials import PolicyTooLargeError
+    from canvas_core.models.blocks import BlockCredentials
+
+    run = RunItem(
+        run_id=RUN, account_id=ACCOUNT, canvas_id=CANVAS, prompt="p", template="auto", created_at_ms=0,
+        estimated_duration_ms=0,
+    )  # fmt: skip
+    store = SimpleNamespace(get_run=lambda run_id, consistent: run, get_canvas=lambda canvas_id: (None, [], []))
+    policies: list[dict] = []
+
+    class Vendor:
+        def vend(self, role_arn, session, policy, seconds):
+            policies.append(policy)
+            if len(policies) == 1:
+                raise PolicyTooLargeError("PackedPolicyTooLarge")
+            return BlockCredentials(access_key_id="k", secret_access_key="s", session_token="t", expiration="e")
+
+    monkeypatch.setattr(isolation, "service_settings", lambda: SETTINGS)
+    monkeypatch.setattr(
+        isolation,
+        "scope_settings",
+        lambda: SimpleNamespace(block_session_role_arn=ROLE_ARN, block_credentials_seconds=3600),
+    )
+    request = isolation.ScopeRequest(run_id=RUN, canvas_id=CANVAS, account_id=ACCOUNT, block_id="b1")
+
+    # When Scope Block vends the block's credentials
+    credentials = isolation.scope_block(request, store, Vendor())
+
+    # Then the second policy reads the account's objects, and the block gets credentials
+    assert credentials.access_key_id == "k"
+    bucket = SETTINGS.artifacts_bucket
+    other_run = {"Bucket": bucket, "Key": f"uploads/{ACCOUNT}/{STRANGER}/f/d.csv"}
+    assert not allowed("s3", "GetObject", other_run, policies[0])
+    assert allowed("s3", "GetObject", other_run, policies[1])
+    # And a run of another account, or of another canvas, gets none
+    with pytest.raises(Exception, match="not found"):
+        isolation.scope_block(
+            isolation.ScopeRequest(run_id=RUN, canvas_id=CANVAS, account_id=OTHER, block_id="b1"), store, Vendor()
+        )
+    # And an error handed back that names no credits needed is refused, not guessed at
+    short = {"Error": "ReservationShortError", "Cause": "not what a block raises"}
+    with pytest.raises(Exception, match="cannot pay for"):
+        isolation.scope_block(
+            isolation.ScopeRequest(run_id=RUN, canvas_id=CANVAS, account_id=ACCOUNT, block_id="b1", short=short),
+            store,
+            Vendor(),
+        )
