@@ -257,7 +257,16 @@ def test_the_policy_is_plain_json():
     assert json.loads(compact(policy())) == policy()
 
 
-def test_scope_block_widens_the_reads_when_sts_finds_the_packed_policy_too_large(monkeypatch):
+@pytest.fixture
+def logger_keys():
+    """Scope Block appends the run's keys to the process's Logger: taken off again after the test."""
+    from canvas_core.observability import logger
+
+    yield
+    logger.remove_keys(["run_id", "block_id"])
+
+
+def test_scope_block_widens_the_reads_when_sts_finds_the_packed_policy_too_large(monkeypatch, logger_keys):
     # Given a run, and STS refusing the first policy as too large once packed
     from types import SimpleNamespace
 
